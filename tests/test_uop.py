@@ -1,0 +1,291 @@
+"""The IR: interning, keys, walks, rewrite engine, export/import."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tolk.dtype import dtypes
+from tolk.uop import (
+    GraphFormatError,
+    KernelInfo,
+    Ops,
+    Rules,
+    RewriteError,
+    UOp,
+    export_graph,
+    fresh_internal_buffer_slot,
+    graph_rewrite,
+    import_graph,
+    intern_table_size,
+)
+
+F32 = dtypes.float32
+DEEP = 100_000
+
+
+def small_graph(slot: int = 7, internal: int = -3):
+    a = UOp(Ops.BUFFER, F32, (), (slot, "CPU", 16))
+    t = UOp(Ops.BUFFER, F32, (), (internal, "CPU", 16))
+    c = UOp.const(F32, 2.5)
+    x = UOp(Ops.MUL, F32, (UOp(Ops.ADD, F32, (a, t)), c))
+    return UOp.sink(UOp(Ops.STORE, dtypes.void, (t, x)), arg=KernelInfo("k"))
+
+
+def chain(n: int, base: UOp | None = None) -> UOp:
+    x = base if base is not None else UOp.buffer(F32, 4)
+    one = UOp.const(F32, 1.0)
+    for _ in range(n):
+        x = UOp(Ops.ADD, F32, (x, one))
+    return x
+
+
+def test_equal_fields_give_the_same_object():
+    a = UOp.buffer(F32, 4)
+    assert UOp(Ops.ADD, F32, (a, a)) is UOp(Ops.ADD, F32, [a, a])
+    assert UOp(Ops.ADD, F32, (a, a)) is not UOp(Ops.ADD, dtypes.float64, (a, a))
+    assert UOp.const(F32, 1.0).replace(arg=2.0) is UOp.const(F32, 2.0)
+
+
+def test_intern_table_does_not_keep_dead_graphs_alive():
+    gc.collect()
+    before = intern_table_size()
+    x = chain(1000)
+    assert intern_table_size() >= before + 1000
+    del x
+    gc.collect()
+    assert intern_table_size() <= before + 1
+
+
+def test_replace_rejects_unknown_fields():
+    with pytest.raises(TypeError, match="shape"):
+        UOp.const(F32, 1.0).replace(shape=(1,))
+
+
+def test_unhashable_or_foreign_args_are_refused_by_key():
+    node = UOp(Ops.CONST, F32, (), frozenset({1}))
+    with pytest.raises(TypeError, match="frozenset"):
+        _ = node.key
+
+
+def test_key_differs_when_any_field_differs():
+    g = small_graph()
+    assert g.key == small_graph().key
+    assert g.key != small_graph(slot=8).key
+    assert UOp.const(F32, 1.0).key != UOp.const(dtypes.float64, 1.0).key
+    assert UOp.const(F32, 1).key != UOp.const(F32, 1.0).key
+
+
+def test_key_is_equal_across_processes():
+    code = (
+        "from tests.test_uop import small_graph; import sys; "
+        "sys.stdout.write(small_graph().key.hex())"
+    )
+    outs = {
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       check=True, env={"PYTHONHASHSEED": seed, "PATH": ""}).stdout
+        for seed in ("1", "2")
+    }
+    assert outs == {small_graph().key.hex()}
+
+
+def test_toposort_puts_children_first_and_shared_nodes_once():
+    a = UOp.buffer(F32, 4)
+    b = UOp(Ops.NEG, F32, (a,))
+    c = UOp(Ops.ADD, F32, (b, b))
+    d = UOp(Ops.MUL, F32, (c, b))
+    order = d.toposort()
+    assert order == [a, b, c, d]
+
+
+def test_substitute_replaces_every_occurrence():
+    a, b = UOp.buffer(F32, 4), UOp.buffer(F32, 4)
+    x = UOp(Ops.ADD, F32, (UOp(Ops.NEG, F32, (a,)), a))
+    y = x.substitute({a: b})
+    assert y is UOp(Ops.ADD, F32, (UOp(Ops.NEG, F32, (b,)), b))
+    assert x.substitute({}) is x
+
+
+def test_repr_numbers_lines_and_prints_shared_nodes_once():
+    a = UOp.buffer(F32, 4)
+    n = UOp(Ops.NEG, F32, (a,))
+    text = repr(UOp(Ops.ADD, F32, (n, n)))
+    assert text.count("NEG") == 1
+    assert "%1 = NEG" in text and "(%1, %1)" in text
+
+
+def test_graph_rewrite_runs_to_a_fixed_point_bottom_up():
+    a = UOp.buffer(F32, 4)
+    zero = UOp.const(F32, 0.0)
+    # x + 0 -> x, applied repeatedly; NEG(NEG(x)) -> x
+    rules = Rules(
+        [
+            (Ops.ADD, lambda ctx, n: n.src[0] if n.src[1] is zero else None),
+            (Ops.NEG, lambda ctx, n: n.src[0].src[0] if n.src[0].op is Ops.NEG else None),
+        ],
+        name="simplify",
+    )
+    x = UOp(Ops.NEG, F32, (UOp(Ops.NEG, F32, (UOp(Ops.ADD, F32, (a, zero)),)),))
+    x = UOp(Ops.ADD, F32, (UOp(Ops.ADD, F32, (x, zero)), zero))
+    assert graph_rewrite(x, rules) is a
+
+
+def test_graph_rewrite_rewrites_the_sources_of_a_replacement():
+    a = UOp.buffer(F32, 4)
+    one, two = UOp.const(F32, 1.0), UOp.const(F32, 2.0)
+    # CONST 1.0 -> CONST 2.0 everywhere, and SUB -> ADD(x, NEG(y)) whose NEG has a const child
+    rules = Rules(
+        [
+            (Ops.CONST, lambda ctx, n: two if n is one else None),
+            (Ops.SUB, lambda ctx, n: UOp(Ops.ADD, F32, (n.src[0], UOp(Ops.NEG, F32, (one,))))),
+        ]
+    )
+    out = graph_rewrite(UOp(Ops.SUB, F32, (a, a)), rules)
+    assert out is UOp(Ops.ADD, F32, (a, UOp(Ops.NEG, F32, (two,))))
+
+
+def test_graph_rewrite_passes_ctx_and_detects_non_convergence():
+    seen = []
+    a = UOp.buffer(F32, 4)
+    graph_rewrite(UOp(Ops.NEG, F32, (a,)), Rules([(Ops.NEG, lambda ctx, n: ctx.append(n))]), seen)
+    assert seen == [UOp(Ops.NEG, F32, (a,))]
+    grow = Rules([(Ops.CONST, lambda ctx, n: UOp.const(F32, n.arg + 1))], name="grow")
+    with pytest.raises(RewriteError, match="grow"):
+        graph_rewrite(UOp.const(F32, 0), grow, max_steps=100)
+
+
+def test_deep_chain_survives_every_walk():
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        base = UOp.buffer(F32, 4)
+        x = chain(DEEP, base)
+        assert len(x.toposort()) == DEEP + 2
+        assert len(x.key) == 20
+        other = UOp.buffer(F32, 4)
+        y = x.substitute({base: other})
+        assert y is not x and y.toposort()[0] is other
+        assert import_graph(export_graph(x)) is x
+        rules = Rules([(Ops.CONST, lambda ctx, n: UOp.const(F32, 3.0) if n.arg == 1.0 else None)])
+        assert graph_rewrite(x, rules).src[1].arg == 3.0
+        r = render_first_line = repr(x).splitlines()[0]
+        assert str(DEEP + 2) in render_first_line and r
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def test_export_import_round_trip_renumbers_internal_slots():
+    g = small_graph(internal=-5)
+    data = export_graph(g)
+    h = import_graph(data)
+    bufs = [n for n in h.toposort() if n.op is Ops.BUFFER]
+    assert sorted(b.slot >= 0 for b in bufs) == [False, True]
+    internal = next(b for b in bufs if b.slot < 0)
+    assert internal.slot != -5 and internal.slot < 0
+    # same graph up to the renumbered slot
+    assert h.substitute({internal: internal.replace(arg=(-5, "CPU", 16))}) is g
+    assert import_graph(data, keep_internal_slots=True) is g
+
+
+def test_two_imports_of_the_same_bytes_never_share_an_internal_slot():
+    data = export_graph(small_graph(internal=-9))
+    slots = []
+    for _ in range(2):
+        h = import_graph(data)
+        slots += [n.slot for n in h.toposort() if n.op is Ops.BUFFER and n.slot < 0]
+    assert len(set(slots)) == 2
+    assert fresh_internal_buffer_slot() < min(slots)
+
+
+def test_import_keeps_one_internal_buffer_one_buffer():
+    t = UOp(Ops.BUFFER, F32, (), (-4, "CPU", 8))
+    g = UOp.sink(UOp(Ops.ADD, F32, (t, t)), UOp(Ops.NEG, F32, (t,)))
+    h = import_graph(export_graph(g))
+    assert len({n for n in h.toposort() if n.op is Ops.BUFFER}) == 1
+
+
+def test_export_round_trips_every_arg_type():
+    arg = (None, True, False, -(2**63), 2**63 - 1, 1.5, float("inf"), "naïve", b"\x00\xff",
+           Ops.ADD, dtypes.bfloat16, KernelInfo("x"), ((),))
+    node = UOp(Ops.NOOP, dtypes.void, (), arg)
+    assert import_graph(export_graph(node)) is node
+
+
+@pytest.mark.parametrize(
+    "data, what",
+    [
+        (b"", "magic"),
+        (b"NOTAGRAPH\x00\x01", "magic"),
+        (b"TOLKGRAPH\x00\x02", "version"),
+        (b"TOLKGRAPH\x00\x01\xff\xff\xff\xff\x0f", "exceeds"),
+        (b"TOLKGRAPH\x00\x01\x00\x00", "no nodes"),
+    ],
+)
+def test_import_rejects_malformed_headers(data, what):
+    with pytest.raises(GraphFormatError, match=what):
+        import_graph(data)
+
+
+def test_import_rejects_truncation_and_trailing_bytes():
+    data = export_graph(small_graph())
+    for cut in range(len(data)):
+        with pytest.raises(ValueError):
+            import_graph(data[:cut])
+    with pytest.raises(ValueError, match="trailing"):
+        import_graph(data + b"\x00")
+
+
+def test_import_rejects_a_bad_buffer_arg_and_non_bytes():
+    bad = UOp(Ops.BUFFER, F32, (), ("x", "CPU", 4))
+    with pytest.raises(ValueError, match="BUFFER"):
+        import_graph(export_graph(bad))
+    with pytest.raises(ValueError, match="bytes"):
+        import_graph("text")  # type: ignore[arg-type]
+
+
+def test_import_rejects_deeply_nested_args():
+    arg: tuple = ()
+    for _ in range(100):
+        arg = (arg,)
+    with pytest.raises(ValueError, match="nested"):
+        import_graph(export_graph(UOp(Ops.NOOP, dtypes.void, (), arg)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_import_of_random_bytes_raises_only_value_error(data):
+    for blob in (data, b"TOLKGRAPH\x00\x01" + data):
+        try:
+            import_graph(blob)
+        except ValueError:
+            pass
+
+
+_VALID = export_graph(small_graph())
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(_VALID) - 1), st.integers(0, 255)), max_size=6),
+       st.integers(0, len(_VALID)))
+def test_import_of_mutated_exports_raises_only_value_error(flips, cut):
+    data = bytearray(_VALID)
+    for pos, val in flips:
+        data[pos] = val
+    try:
+        g = import_graph(bytes(data[:cut]) if cut < len(data) else bytes(data))
+    except ValueError:
+        return
+    assert isinstance(g, UOp)
+
+
+def test_args_that_python_calls_equal_stay_distinct_nodes():
+    pairs = [(1, 1.0), (1, True), (0.0, -0.0), (int(Ops.ADD), Ops.ADD), (("k",), KernelInfo("k")),
+             ((1, 2), (1.0, 2)), ((0,), (False,))]
+    for x, y in pairs:
+        assert UOp(Ops.NOOP, dtypes.void, (), x) is not UOp(Ops.NOOP, dtypes.void, (), y), (x, y)
+    assert UOp.const(F32, float("nan")).arg != UOp.const(F32, float("nan")).arg

@@ -1,0 +1,94 @@
+"""Flags read once from the environment, overridable in code, and small shared utilities.
+
+Flags are read at the pipeline's edges (``SCACHE.value`` at the call site of a pass) and
+passed inward; passes themselves never look at the environment.
+
+    with Context(NO_MEMORY_PLANNER=1, DEBUG=2):
+        t.realize()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+
+
+def getenv(name: str, default: int = 0) -> int:
+    """The integer value of environment variable `name`, or `default` when unset or empty."""
+    raw = os.environ.get(name, "")
+    if raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
+
+
+class Flag:
+    """A named integer setting: environment value at import, then `Context` overrides.
+
+    Invariant: `value` is the innermost active override of this thread, else the global value.
+    """
+
+    registry: dict[str, Flag] = {}
+
+    def __init__(self, name: str, default: int):
+        self.name = name
+        self.default = default
+        self.global_value = getenv(name, default)
+        self._local = threading.local()
+        Flag.registry[name] = self
+
+    @property
+    def value(self) -> int:
+        stack = getattr(self._local, "stack", None)
+        return stack[-1] if stack else self.global_value
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __int__(self) -> int:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"{self.name}={self.value}"
+
+
+DEBUG = Flag("DEBUG", 0)
+SCACHE = Flag("SCACHE", 1)
+NO_MEMORY_PLANNER = Flag("NO_MEMORY_PLANNER", 0)
+CAPTURING = Flag("CAPTURING", 1)
+
+
+@contextlib.contextmanager
+def Context(**overrides: int) -> Iterator[None]:
+    """Override flags for the duration of a `with` block, in this thread only."""
+    flags = []
+    for name, val in overrides.items():
+        if name not in Flag.registry:
+            raise ValueError(f"unknown flag {name!r}; known flags: {sorted(Flag.registry)}")
+        flags.append((Flag.registry[name], int(val)))
+    for flag, val in flags:
+        if not hasattr(flag._local, "stack"):
+            flag._local.stack = []
+        flag._local.stack.append(val)
+    try:
+        yield
+    finally:
+        for flag, _ in flags:
+            flag._local.stack.pop()
+
+
+def prod(xs) -> int:
+    """Product of an iterable of ints (1 for empty)."""
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+def round_up(x: int, align: int) -> int:
+    """`x` rounded up to a multiple of `align` (align ≥ 1)."""
+    return (x + align - 1) // align * align

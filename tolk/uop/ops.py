@@ -1,0 +1,464 @@
+"""The IR: `Ops`, the hash-consed `UOp` node, iterative walks, and the buffer slot counters.
+
+A `UOp` is an immutable node ``(op, dtype, src, arg)``. Building the same fields twice gives
+the same object (hash-consing), so ``is`` is structural equality. The intern table holds
+nodes weakly: a graph nobody references is freed. ``UOp.key`` is a content hash that is the
+same in every process, and every walk is iterative so 100,000-node chains are fine.
+
+Args are plain data only (None, bool, int, float, str, bytes, tuples, `Ops`, `DType` and
+registered NamedTuples), so a graph can be hashed and exported without pickle.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import itertools
+import struct
+import threading
+import weakref
+from typing import Any, NamedTuple
+
+from tolk.dtype import DType, dtypes
+
+
+class Ops(enum.IntEnum):
+    """Every node kind. Names are the contract between modules (and the export format)."""
+
+    # storage, parameters, variables, constants
+    BUFFER = enum.auto()
+    PARAM = enum.auto()
+    DEFINE_VAR = enum.auto()
+    BIND = enum.auto()
+    CONST = enum.auto()
+    # unary
+    NEG = enum.auto()
+    EXP = enum.auto()
+    LOG = enum.auto()
+    SQRT = enum.auto()
+    RECIPROCAL = enum.auto()
+    SIN = enum.auto()
+    COS = enum.auto()
+    TANH = enum.auto()
+    ABS = enum.auto()
+    SIGN = enum.auto()
+    NOT = enum.auto()
+    TRUNC = enum.auto()
+    # binary
+    ADD = enum.auto()
+    SUB = enum.auto()
+    MUL = enum.auto()
+    DIV = enum.auto()
+    IDIV = enum.auto()
+    MOD = enum.auto()
+    POW = enum.auto()
+    MAX = enum.auto()
+    MIN = enum.auto()
+    CMPLT = enum.auto()
+    CMPLE = enum.auto()
+    CMPEQ = enum.auto()
+    CMPNE = enum.auto()
+    AND = enum.auto()
+    OR = enum.auto()
+    XOR = enum.auto()
+    # ternary
+    WHERE = enum.auto()
+    # type changes and reductions
+    CAST = enum.auto()
+    BITCAST = enum.auto()
+    REDUCE_AXIS = enum.auto()
+    # movement (tensor graph only)
+    RESHAPE = enum.auto()
+    PERMUTE = enum.auto()
+    EXPAND = enum.auto()
+    PAD = enum.auto()
+    SHRINK = enum.auto()
+    FLIP = enum.auto()
+    # realization
+    CONTIGUOUS = enum.auto()
+    COPY = enum.auto()
+    STORE = enum.auto()
+    LOAD = enum.auto()
+    AFTER = enum.auto()
+    # multi-device
+    MSTACK = enum.auto()
+    MSELECT = enum.auto()
+    # functions
+    SINK = enum.auto()
+    CALL = enum.auto()
+    LINEAR = enum.auto()
+    END = enum.auto()
+    # planned views
+    SLICE = enum.auto()
+    # kernel-internal
+    CONTRACT = enum.auto()
+    NOOP = enum.auto()
+
+    def __repr__(self) -> str:
+        return f"Ops.{self.name}"
+
+
+class GroupOp:
+    """Sets of ops that passes treat alike."""
+
+    Unary = frozenset(
+        {Ops.NEG, Ops.EXP, Ops.LOG, Ops.SQRT, Ops.RECIPROCAL, Ops.SIN, Ops.COS, Ops.TANH,
+         Ops.ABS, Ops.SIGN, Ops.NOT, Ops.TRUNC}
+    )
+    Binary = frozenset(
+        {Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.IDIV, Ops.MOD, Ops.POW, Ops.MAX, Ops.MIN,
+         Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR}
+    )
+    Ternary = frozenset({Ops.WHERE})
+    ALU = Unary | Binary | Ternary
+    Elementwise = ALU | {Ops.CAST, Ops.BITCAST}
+    Comparison = frozenset({Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE})
+    Movement = frozenset({Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP})
+    Buffer = frozenset({Ops.BUFFER, Ops.PARAM})
+
+
+class KernelInfo(NamedTuple):
+    """The arg of a kernel AST's SINK: its presence marks a sink as a kernel, not a tensor graph."""
+
+    name: str = "kernel"
+
+
+# NamedTuple arg types that the key and the export format know by name.
+ARG_TYPES: dict[str, type] = {"KernelInfo": KernelInfo}
+
+
+def register_arg_type(cls: type) -> type:
+    """Allow NamedTuple `cls` as (part of) a UOp arg; returns `cls` so it works as a decorator."""
+    ARG_TYPES[cls.__name__] = cls
+    return cls
+
+
+# ---------------------------------------------------------------------------------------------
+# arg encoding: one canonical byte string per arg, shared by `UOp.key` and the export format
+
+
+def _varint(n: int, out: bytearray) -> None:
+    n = (n << 1) ^ (n >> 63) if -(1 << 63) <= n < (1 << 63) else None
+    if n is None:
+        raise ValueError("integer arg out of the 64-bit range")
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def _uvarint(n: int, out: bytearray) -> None:
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def encode_arg(arg: Any, out: bytearray) -> None:
+    """Append the canonical encoding of `arg` to `out`; `TypeError` for a type args may not hold."""
+    t = type(arg)
+    if arg is None:
+        out += b"N"
+    elif arg is True:
+        out += b"T"
+    elif arg is False:
+        out += b"F"
+    elif t is int:
+        out += b"i"
+        _varint(arg, out)
+    elif t is float:
+        out += b"f" + struct.pack("<d", arg)
+    elif t is str:
+        b = arg.encode("utf-8")
+        out += b"s"
+        _uvarint(len(b), out)
+        out += b
+    elif t is bytes:
+        out += b"b"
+        _uvarint(len(arg), out)
+        out += arg
+    elif t is tuple:
+        out += b"t"
+        _uvarint(len(arg), out)
+        for a in arg:
+            encode_arg(a, out)
+    elif t is Ops or t is DType:
+        out += b"O" if t is Ops else b"D"
+        encode_arg(arg.name, out)
+    elif isinstance(arg, tuple) and ARG_TYPES.get(t.__name__) is t:
+        out += b"K"
+        encode_arg(t.__name__, out)
+        encode_arg(tuple(arg), out)
+    else:
+        raise TypeError(f"UOp arg of type {t.__name__} cannot be hashed or exported: {arg!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# buffer slots
+
+
+_slot_lock = threading.Lock()
+_user_slots = itertools.count(0)
+_internal_slots = itertools.count(1)
+
+
+def fresh_buffer_slot() -> int:
+    """Next user-facing buffer slot (non-negative, increasing, process-wide, thread-safe)."""
+    with _slot_lock:
+        return next(_user_slots)
+
+
+def fresh_internal_buffer_slot() -> int:
+    """Next schedule-internal buffer slot: negative and strictly decreasing, thread-safe.
+
+    A slot identifies a buffer (BUFFER nodes hash-cons on it), so internal slots from this
+    counter never collide with user slots, nor with each other within this process.
+    """
+    with _slot_lock:
+        return -next(_internal_slots)
+
+
+# ---------------------------------------------------------------------------------------------
+# the node
+
+
+_intern: dict[tuple, weakref.ref] = {}
+
+
+class _Tag:
+    """A private marker: canonical args tagged with one can never equal a user's plain arg."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+_BOOL, _FLOAT, _OP, _DTYPE, _NAMED, _TUPLE = (_Tag(n) for n in ("b", "f", "o", "d", "k", "t"))
+_PLAIN = (int, str, type(None), bytes)
+
+
+def _canon(arg: Any) -> Any:
+    """`arg` made safe as an intern-table key: Python says ``1 == 1.0 == True`` and
+    ``0.0 == -0.0`` and ``Ops.ADD == its int value``, but those must stay distinct nodes."""
+    t = type(arg)
+    if t in _PLAIN:
+        return arg
+    if t is bool:
+        return (_BOOL, arg)
+    if t is float:
+        return (_FLOAT, arg, struct.pack("<d", arg))
+    if t is tuple:
+        if all(type(a) in _PLAIN for a in arg):
+            return arg
+        return (_TUPLE, *(_canon(a) for a in arg))
+    if t is Ops:
+        return (_OP, arg.name)
+    if t is DType:
+        return (_DTYPE, arg)
+    if isinstance(arg, tuple):
+        return (_NAMED, t, _canon(tuple(arg)))
+    return (t, arg)
+
+
+class UOp:
+    """An immutable, hash-consed IR node. Construct as ``UOp(op, dtype, src, arg)``.
+
+    Invariant: for equal ``(op, dtype, src, arg)`` at most one live UOp exists.
+    """
+
+    __slots__ = ("op", "dtype", "src", "arg", "_key", "_cache", "__weakref__")
+    op: Ops
+    dtype: DType
+    src: tuple[UOp, ...]
+    arg: Any
+
+    def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None):
+        if type(src) is not tuple:
+            src = tuple(src)
+        k = (op, dtype, src, arg if arg is None or type(arg) is int else _canon(arg))
+        ref = _intern.get(k)
+        if ref is not None:
+            node = ref()
+            if node is not None:
+                return node
+        node = object.__new__(cls)
+        node.op, node.dtype, node.src, node.arg = op, dtype, src, arg
+        node._key = None
+        node._cache = None
+        _intern[k] = weakref.ref(node)
+        return node
+
+    def __del__(self) -> None:
+        try:
+            k = (self.op, self.dtype, self.src, _canon(self.arg))
+            ref = _intern.get(k)
+            if ref is not None and ref() in (None, self):
+                del _intern[k]
+        except Exception:  # interpreter shutdown: module globals may already be gone
+            pass
+
+    def __reduce__(self):
+        raise TypeError("UOps are not pickled; use tolk.uop.export_graph")
+
+    def __copy__(self) -> UOp:
+        return self
+
+    def __deepcopy__(self, memo) -> UOp:
+        return self
+
+    # -- construction helpers -----------------------------------------------------------------
+
+    def replace(self, **fields: Any) -> UOp:
+        """This node with some of ``op``, ``dtype``, ``src``, ``arg`` changed."""
+        bad = set(fields) - {"op", "dtype", "src", "arg"}
+        if bad:
+            raise TypeError(f"UOp.replace got unknown fields {sorted(bad)}")
+        return UOp(
+            fields.get("op", self.op),
+            fields.get("dtype", self.dtype),
+            fields.get("src", self.src),
+            fields.get("arg", self.arg),
+        )
+
+    @staticmethod
+    def const(dtype: DType, value: Any) -> UOp:
+        return UOp(Ops.CONST, dtype, (), value)
+
+    @staticmethod
+    def sink(*srcs: UOp, arg: Any = None) -> UOp:
+        return UOp(Ops.SINK, dtypes.void, srcs, arg)
+
+    @staticmethod
+    def buffer(dtype: DType, size: int, device: str = "CPU", slot: int | None = None) -> UOp:
+        """A BUFFER of `size` elements; a fresh user-facing slot unless `slot` is given."""
+        if slot is None:
+            slot = fresh_buffer_slot()
+        return UOp(Ops.BUFFER, dtype, (), (slot, device, size))
+
+    @staticmethod
+    def internal_buffer(dtype: DType, size: int, device: str = "CPU") -> UOp:
+        """A BUFFER with a fresh schedule-internal (negative) slot."""
+        return UOp(Ops.BUFFER, dtype, (), (fresh_internal_buffer_slot(), device, size))
+
+    @staticmethod
+    def param(slot: int, dtype: DType, size: int, device: str = "CPU") -> UOp:
+        return UOp(Ops.PARAM, dtype, (), (slot, device, size))
+
+    # -- buffer accessors (BUFFER and PARAM share the arg layout (slot, device, size)) --------
+
+    @property
+    def slot(self) -> int:
+        return self.arg[0]
+
+    @property
+    def device(self) -> str:
+        return self.arg[1]
+
+    @property
+    def size(self) -> int:
+        return self.arg[2]
+
+    @property
+    def nbytes(self) -> int:
+        return self.arg[2] * self.dtype.itemsize
+
+    @property
+    def is_internal_buffer(self) -> bool:
+        return self.op is Ops.BUFFER and self.arg[0] < 0
+
+    # -- walks --------------------------------------------------------------------------------
+
+    def toposort(self, stop: Any = None) -> list[UOp]:
+        """All nodes reachable from this one, children before parents (iterative DFS).
+
+        Nodes in `stop` are included but not descended into. Order is deterministic: sources
+        are visited left to right.
+        """
+        order: dict[UOp, None] = {}
+        expanded: set[UOp] = set()
+        stack: list[UOp] = [self]
+        while stack:
+            node = stack[-1]
+            if node in order:
+                stack.pop()
+                continue
+            if node in expanded or (stop is not None and node in stop):
+                stack.pop()
+                order[node] = None
+                continue
+            expanded.add(node)
+            for s in reversed(node.src):
+                if s not in order:
+                    stack.append(s)
+        return list(order)
+
+    def substitute(self, mapping: dict[UOp, UOp]) -> UOp:
+        """This graph with every occurrence of a key of `mapping` replaced by its value."""
+        if not mapping:
+            return self
+        out: dict[UOp, UOp] = {}
+        for node in self.toposort(stop=mapping):
+            if node in mapping:
+                out[node] = mapping[node]
+                continue
+            src = node.src
+            new_src = tuple([out[s] for s in src])
+            out[node] = node if new_src == src else UOp(node.op, node.dtype, new_src, node.arg)
+        return out[self]
+
+    @property
+    def key(self) -> bytes:
+        """A content hash of the whole graph, identical across processes (cached per node)."""
+        k = self._key
+        if k is not None:
+            return k
+        for node in self.toposort(stop=_HasKey()):
+            if node._key is None:
+                h = hashlib.blake2b(digest_size=20)
+                enc = bytearray(node.op.name.encode())
+                enc += b"|" + node.dtype.name.encode() + b"|"
+                encode_arg(node.arg, enc)
+                h.update(enc)
+                for s in node.src:
+                    h.update(s._key)
+                node._key = h.digest()
+        return self._key
+
+    # -- printing -----------------------------------------------------------------------------
+
+    def short(self) -> str:
+        """One line naming this node: op, dtype, arg and the number of sources."""
+        arg = "" if self.arg is None else f" arg={self.arg!r}"
+        src = f" ({len(self.src)} src)" if self.src else ""
+        return f"{self.op.name} {self.dtype.name}{arg}{src}"
+
+    def __repr__(self) -> str:
+        return render_graph(self)
+
+
+class _HasKey:
+    """A `stop` set for toposort: nodes whose key is already computed."""
+
+    def __contains__(self, node: UOp) -> bool:
+        return node._key is not None
+
+
+def render_graph(root: UOp, max_lines: int = 400) -> str:
+    """The graph under `root` as numbered lines, children first; shared nodes printed once."""
+    nodes = root.toposort()
+    ids = {n: i for i, n in enumerate(nodes)}
+    lines = []
+    skip_to = len(nodes) - max_lines if len(nodes) > max_lines else 0
+    if skip_to:
+        lines.append(f"  ... {skip_to} earlier nodes not shown")
+    for n in nodes[skip_to:]:
+        src = ", ".join(f"%{ids[s]}" for s in n.src)
+        arg = "" if n.arg is None else f" {n.arg!r}"
+        lines.append(f"  %{ids[n]} = {n.op.name}:{n.dtype.name}{arg}" + (f" ({src})" if src else ""))
+    return f"<UOp graph, {len(nodes)} nodes, root %{ids[root]}>\n" + "\n".join(lines)
+
+
+def intern_table_size() -> int:
+    """How many live nodes the intern table holds (for tests of memory behaviour)."""
+    return len(_intern)
