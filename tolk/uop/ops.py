@@ -17,6 +17,7 @@ import itertools
 import struct
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from tolk.dtype import DType, dtypes
@@ -369,11 +370,12 @@ class UOp:
 
     # -- walks --------------------------------------------------------------------------------
 
-    def toposort(self, stop: Any = None) -> list[UOp]:
+    def toposort(self, enter: Callable[[UOp], bool] | None = None) -> list[UOp]:
         """All nodes reachable from this one, children before parents (iterative DFS).
 
-        Nodes in `stop` are included but not descended into. Order is deterministic: sources
-        are visited left to right.
+        With `enter`, a node whose ``enter(node)`` is false is listed but its sources are not
+        walked (a gate, e.g. to skip kernel ASTs). Sources are visited left to right, so the
+        order is deterministic.
         """
         order: dict[UOp, None] = {}
         expanded: set[UOp] = set()
@@ -383,7 +385,7 @@ class UOp:
             if node in order:
                 stack.pop()
                 continue
-            if node in expanded or (stop is not None and node in stop):
+            if node in expanded or (enter is not None and not enter(node)):
                 stack.pop()
                 order[node] = None
                 continue
@@ -398,7 +400,7 @@ class UOp:
         if not mapping:
             return self
         out: dict[UOp, UOp] = {}
-        for node in self.toposort(stop=mapping):
+        for node in self.toposort(enter=lambda n: n not in mapping):
             if node in mapping:
                 out[node] = mapping[node]
                 continue
@@ -413,7 +415,7 @@ class UOp:
         k = self._key
         if k is not None:
             return k
-        for node in self.toposort(stop=_HasKey()):
+        for node in self.toposort(enter=lambda n: n._key is None):
             if node._key is None:
                 h = hashlib.blake2b(digest_size=20)
                 enc = bytearray(node.op.name.encode())
@@ -435,13 +437,6 @@ class UOp:
 
     def __repr__(self) -> str:
         return render_graph(self)
-
-
-class _HasKey:
-    """A `stop` set for toposort: nodes whose key is already computed."""
-
-    def __contains__(self, node: UOp) -> bool:
-        return node._key is not None
 
 
 def render_graph(root: UOp, max_lines: int = 400) -> str:

@@ -1,0 +1,484 @@
+"""tolk.schedule: one test per sentence of the spec, and then some."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schedule_helpers import F32, after, ast, bind, buf, kernel, names, param, var, write
+from tolk.dtype import dtypes
+from tolk.engine.realize import capturing
+from tolk.helpers import Context
+from tolk.schedule import (
+    ScheduleError,
+    create_linear_with_vars,
+    create_schedule,
+    fresh_internal_buffer_slot,
+    linear_stats,
+    lower_sink_to_linear,
+    memory_plan_rewrite,
+    schedule_cache_clear,
+    schedule_cache_info,
+)
+from tolk.uop import KernelInfo, Ops, UOp
+
+
+def identity_pass(sink: UOp) -> UOp:
+    """A get_kernel_graph for tests: the 'tensor' sinks here are kernel graphs already."""
+    return sink
+
+
+def test_fresh_internal_slots_are_negative_and_strictly_decreasing():
+    a, b, c = (fresh_internal_buffer_slot() for _ in range(3))
+    assert a < 0 and b < a and c < b
+
+
+def test_fresh_internal_slots_are_unique_across_threads():
+    import threading
+
+    got: list[int] = []
+    lock = threading.Lock()
+
+    def draw():
+        mine = [fresh_internal_buffer_slot() for _ in range(2000)]
+        with lock:
+            got.extend(mine)
+
+    threads = [threading.Thread(target=draw) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(got)) == len(got) == 8000
+
+
+def test_reader_runs_after_the_kernel_that_produced_its_input():
+    a = write(buf(1), "produce")
+    b = write(buf(2), "consume", a)
+    assert names(create_schedule(UOp.sink(b))) == ["produce", "consume"]
+
+
+def test_reader_runs_before_overwriting_assign():
+    x = buf(1)
+    read = write(buf(2), "read_old_x", x)
+    overwrite = write(x, "overwrite_x")
+    # FIFO alone would run the overwrite first: it comes first in the sink
+    lin = create_schedule(UOp.sink(overwrite, read))
+    assert names(lin) == ["read_old_x", "overwrite_x"]
+
+
+def test_chain_of_assigns_orders_readers_between_writers():
+    x = buf(1)
+    s1 = write(x, "w1", x)
+    s2 = write(s1, "w2", s1)
+    s3 = write(s2, "w3", s2)
+    r1 = write(buf(2), "reads_s1", s1)
+    r2 = write(buf(3), "reads_s2", s2)
+    order = names(create_schedule(UOp.sink(s3, r2, r1)))
+    assert order.index("w1") < order.index("reads_s1") < order.index("w2")
+    assert order.index("w2") < order.index("reads_s2") < order.index("w3")
+
+
+def test_emitted_calls_name_storage_not_states():
+    x = buf(1)
+    s1 = write(x, "w1")
+    view = UOp(Ops.RESHAPE, F32, (s1,), (4, 4))
+    r = write(buf(2), "r", UOp(Ops.CAST, dtypes.float64, (view,)))
+    lin = create_schedule(UOp.sink(r))
+    assert lin.src[1].src[1:] == (buf(2), x)
+    assert all(c.op is Ops.CALL for c in lin.src)
+
+
+def test_join_through_mstack_and_mselect_waits_for_every_device():
+    a0, a1 = buf(1, device="CPU:1"), buf(2, device="CPU:2")
+    s0, s1 = write(a0, "k0"), write(a1, "k1")
+    stacked = UOp(Ops.MSTACK, F32, (s0, s1))
+    r = write(buf(3), "reads_both", stacked)
+    sel = write(buf(4), "reads_one", UOp(Ops.MSELECT, F32, (stacked,), 1))
+    lin = create_schedule(UOp.sink(sel, r))
+    order = names(lin)
+    assert order.index("reads_both") > max(order.index("k0"), order.index("k1"))
+    assert order.index("reads_one") > max(order.index("k0"), order.index("k1"))
+    by_name = {c.src[0].arg.name: c for c in lin.src}
+    assert by_name["reads_both"].src[2] is UOp(Ops.MSTACK, F32, (a0, a1))
+    assert by_name["reads_one"].src[2] is UOp(Ops.MSELECT, F32, (UOp(Ops.MSTACK, F32, (a0, a1)),), 1)
+
+
+def test_multi_device_assign_join_orders_readers_before_writers():
+    # a sharded buffer updated in place on each device: the new state joins both writes
+    a0, a1 = buf(1, device="CPU:1"), buf(2, device="CPU:2")
+    old = UOp(Ops.MSTACK, F32, (a0, a1))
+    reader = write(buf(3), "read_old", old)
+    new = UOp(Ops.MSTACK, F32, (write(a0, "w0"), write(a1, "w1")))
+    order = names(create_schedule(UOp.sink(new, reader)))
+    assert order.index("read_old") < min(order.index("w0"), order.index("w1"))
+
+
+def test_join_kernels_already_in_the_prior_state_are_ordering_not_writes():
+    x = buf(1)
+    k1 = kernel("k1", x)
+    s1 = after(x, k1)
+    k2 = kernel("k2", s1)  # a kernel's output argument is the state it supersedes
+    s2 = after(s1, k1, k2)  # joins k1 (already in s1) with k2
+    r = write(buf(2), "reads_s1", s1)
+    order = names(create_schedule(UOp.sink(s2, r)))
+    assert order.index("k1") < order.index("reads_s1") < order.index("k2")
+
+
+def test_end_kernel_is_scheduled_and_its_extra_sources_order_it():
+    other = write(buf(3), "first")
+    call = kernel("ended", buf(1))
+    s = after(buf(1), UOp(Ops.END, dtypes.void, (call, other)))
+    lin = create_schedule(UOp.sink(s))
+    assert names(lin) == ["first", "ended"]
+    assert lin.src[1].op is Ops.CALL
+
+
+def test_end_must_wrap_a_call():
+    bad = UOp(Ops.END, dtypes.void, (buf(2),))
+    with pytest.raises(ScheduleError, match="END"):
+        create_schedule(UOp.sink(after(buf(1), bad)))
+
+
+def test_store_children_of_an_after_are_ignored():
+    x = buf(1)
+    store = UOp(Ops.STORE, dtypes.void, (x, UOp.const(F32, 1.0)))
+    s = after(x, kernel("k", x), store)
+    assert names(create_schedule(UOp.sink(s))) == ["k"]
+
+
+def test_after_dependencies_order_kernels():
+    first = write(buf(1), "first")
+    second = after(buf(2), kernel("second", buf(2)), first)
+    assert names(create_schedule(UOp.sink(second, first))) == ["first", "second"]
+
+
+def test_a_bad_after_child_raises_naming_the_node():
+    s = after(buf(1), kernel("k", buf(1)), UOp.const(F32, 7.5))
+    with pytest.raises(ScheduleError, match=r"CONST float32 arg=7\.5"):
+        create_schedule(UOp.sink(s))
+
+
+@pytest.mark.parametrize("bad", [UOp.const(F32, 3.25), UOp(Ops.NEG, F32, (buf(9),))])
+def test_a_bad_kernel_argument_raises_naming_the_node(bad):
+    s = write(buf(1), "k", bad)
+    with pytest.raises(ScheduleError, match=bad.op.name):
+        create_schedule(UOp.sink(s))
+
+
+def test_bind_arguments_are_kept():
+    b = bind(var("n"), 3)
+    s = after(buf(1), kernel("k", buf(1), b))
+    assert create_schedule(UOp.sink(s)).src[0].src[2] is b
+
+
+def test_a_cycle_raises_naming_a_kernel_on_it():
+    x = buf(1)
+    overwrite = write(x, "overwrite")
+    derived = write(buf(2), "derived", overwrite)
+    # reads the old x and something derived from the new x: no order can satisfy both
+    both = write(buf(3), "reads_old_and_new", x, derived)
+    with pytest.raises(ScheduleError, match="cycle.*(overwrite|derived|reads_old_and_new)"):
+        create_schedule(UOp.sink(both, overwrite))
+
+
+def test_ready_kernels_run_first_come_first_served():
+    outs = [write(buf(i), f"k{i}") for i in range(1, 6)]
+    assert names(create_schedule(UOp.sink(*outs))) == [f"k{i}" for i in range(1, 6)]
+
+
+def diamond_graph():
+    x = write(buf(1), "src")
+    left = write(buf(2), "left", x)
+    right = write(buf(3), "right", x)
+    return UOp.sink(write(buf(4), "join", left, right))
+
+
+def test_same_graph_gives_the_identical_linear_every_time():
+    assert create_schedule(diamond_graph()) is create_schedule(diamond_graph())
+
+
+def test_schedule_key_is_the_same_across_processes():
+    code = ("import sys; sys.path.insert(0, 'tests'); from test_schedule import diamond_graph; "
+            "from tolk.schedule import create_schedule; "
+            "print(create_schedule(diamond_graph()).key.hex())")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, env={"PYTHONHASHSEED": s, "PATH": ""}).stdout.strip()
+            for s in ("3", "4")}
+    assert outs == {create_schedule(diamond_graph()).key.hex()}
+
+
+def test_very_deep_assign_chain_schedules_without_recursion():
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        state = buf(1)
+        for i in range(30_000):
+            state = write(state, f"w{i}", state)
+        lin = create_schedule(UOp.sink(state))
+        assert len(lin.src) == 30_000 and names(lin)[:2] == ["w0", "w1"]
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+# --- lower_sink_to_linear ---------------------------------------------------------------------
+
+
+class CountingPass:
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, sink):
+        self.calls += 1
+        return sink
+
+
+def test_lower_returns_none_for_a_kernel_sink():
+    assert lower_sink_to_linear(ast("k"), identity_pass) is None
+
+
+def test_lower_hits_the_cache_for_an_equal_sink():
+    schedule_cache_clear()
+    p = CountingPass()
+    first = lower_sink_to_linear(diamond_graph(), p)
+    second = lower_sink_to_linear(diamond_graph(), p)
+    assert first is second and p.calls == 1
+    info = schedule_cache_info()
+    assert (info.hits, info.misses, info.size) == (1, 1, 1)
+    schedule_cache_clear()
+    assert schedule_cache_info().size == 0
+
+
+def test_lower_recomputes_every_time_with_scache_off():
+    p = CountingPass()
+    with Context(SCACHE=0):
+        lower_sink_to_linear(diamond_graph(), p)
+        lower_sink_to_linear(diamond_graph(), p)
+    assert p.calls == 2
+
+
+# --- create_linear_with_vars ------------------------------------------------------------------
+
+
+TMP = UOp.internal_buffer(F32, 16)
+
+
+def tensor_call(*args: UOp, name: str = "f") -> UOp:
+    """CALL(body, *args): body computes into PARAM 1 from PARAM 0 through an internal buffer."""
+    tmp = TMP
+    t = write(tmp, f"{name}_tmp", param(0))
+    out = write(param(1), f"{name}_out", t)
+    return UOp(Ops.CALL, dtypes.void, (UOp.sink(out), *args))
+
+
+def test_call_params_are_bound_to_the_call_arguments():
+    x, y = buf(10), buf(11)
+    with Context(NO_MEMORY_PLANNER=1):
+        lin, var_vals = create_linear_with_vars(tensor_call(x, y), identity_pass)
+    assert var_vals == {}
+    assert lin.src[0].src[2] is x and lin.src[1].src[1] is y
+    assert not [n for n in lin.toposort() if n.op is Ops.PARAM and n.slot >= 0 and
+                n in {a for c in lin.src for a in c.src[1:]}]
+
+
+def test_each_resolution_of_a_cached_schedule_gets_fresh_intermediates():
+    schedule_cache_clear()
+    with Context(NO_MEMORY_PLANNER=1):
+        l1, _ = create_linear_with_vars(tensor_call(buf(10), buf(11)), identity_pass)
+        l2, _ = create_linear_with_vars(tensor_call(buf(12), buf(13)), identity_pass)
+    assert schedule_cache_info().hits >= 1
+    t1, t2 = l1.src[0].src[1], l2.src[0].src[1]
+    assert t1.op is t2.op is Ops.BUFFER and t1.slot < 0 and t2.slot < 0 and t1 is not t2
+
+
+def test_nested_linear_calls_resolve_and_flatten_two_levels_deep():
+    inner = create_schedule(UOp.sink(write(param(1), "inner", param(0))))
+    # middle scope: PARAM 0 of the middle call is passed on as the inner call's PARAM 1
+    middle_body = UOp(Ops.LINEAR, src=(
+        UOp(Ops.CALL, dtypes.void, (inner, param(1), param(0))),
+        kernel("middle", param(0)),
+    ))
+    outer = UOp(Ops.LINEAR, src=(
+        UOp(Ops.CALL, dtypes.void, (middle_body, param(1), param(0))),
+        kernel("outer", param(1)),
+    ))
+    big = UOp(Ops.CALL, dtypes.void, (outer, buf(20), buf(21)))
+    with Context(NO_MEMORY_PLANNER=1):
+        lin, _ = create_linear_with_vars(big, identity_pass)
+    assert names(lin) == ["inner", "middle", "outer"]
+    # outer P0=b20,P1=b21 -> middle P0=b21,P1=b20 -> inner P0=b20,P1=b21
+    assert lin.src[0].src[1:] == (buf(21), buf(20))
+    assert lin.src[1].src[1:] == (buf(21),)
+    assert lin.src[2].src[1:] == (buf(21),)
+
+
+def test_nested_tensor_sinks_are_lowered_innermost_first():
+    inner = UOp(Ops.CALL, dtypes.void, (UOp.sink(write(param(0), "inner")), param(1)))
+    outer_body = UOp.sink(after(param(0), inner), write(param(1), "outer"))
+    big = UOp(Ops.CALL, dtypes.void, (outer_body, buf(30), buf(31)))
+    with Context(NO_MEMORY_PLANNER=1):
+        lin, _ = create_linear_with_vars(big, identity_pass)
+    assert sorted(names(lin)) == ["inner", "outer"]
+    assert {c.src[0].arg.name: c.src[1] for c in lin.src} == {"inner": buf(31), "outer": buf(31)}
+
+
+def test_only_binds_of_variables_kernels_read_are_returned():
+    n, m = var("n"), var("m")
+    body = UOp.sink(after(param(0), kernel("k", param(0), ast_src=(n,))))
+    big = UOp(Ops.CALL, dtypes.void, (body, buf(40), bind(n, 4), bind(m, 5)))
+    _, var_vals = create_linear_with_vars(big, identity_pass)
+    assert var_vals == {"n": 4}
+
+
+def test_bind_arguments_of_kernels_count_as_reads():
+    n = var("n")
+    body = UOp.sink(after(param(0), kernel("k", param(0), bind(n, 2))))
+    _, var_vals = create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (body, buf(41))), identity_pass)
+    assert var_vals == {"n": 2}
+
+
+def test_conflicting_binds_raise():
+    n = var("n")
+    body = UOp.sink(after(param(0), kernel("k", param(0), ast_src=(n,))))
+    big = UOp(Ops.CALL, dtypes.void, (body, buf(42), bind(n, 1), bind(n, 2)))
+    with pytest.raises(ScheduleError, match="'n'.*1.*2"):
+        create_linear_with_vars(big, identity_pass)
+
+
+def test_a_result_that_is_not_a_linear_raises():
+    with pytest.raises(ScheduleError, match="LINEAR"):
+        create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (buf(1),)), identity_pass)
+
+
+class Recorder:
+    def __init__(self):
+        self.got = []
+
+    def add_linear(self, linear, var_vals):
+        self.got.append((linear, var_vals))
+
+
+def test_capture_hands_the_unplanned_schedule_over_and_returns_an_empty_linear():
+    rec = Recorder()
+    capturing.append(rec)
+    try:
+        lin, _ = create_linear_with_vars(tensor_call(buf(50), buf(51)), identity_pass)
+    finally:
+        capturing.remove(rec)
+    assert lin is UOp(Ops.LINEAR, src=()) and len(rec.got) == 1
+    captured = rec.got[0][0]
+    assert len(captured.src) == 2 and not any(n.op is Ops.SLICE for n in captured.toposort())
+
+
+def test_capture_is_skipped_with_capturing_off():
+    rec = Recorder()
+    capturing.append(rec)
+    try:
+        with Context(CAPTURING=0):
+            lin, _ = create_linear_with_vars(tensor_call(buf(52), buf(53)), identity_pass)
+    finally:
+        capturing.remove(rec)
+    assert rec.got == [] and len(lin.src) == 2
+
+
+def test_planned_schedule_keeps_call_buffers_and_slices_intermediates():
+    x, y = buf(54), buf(55)
+    lin, _ = create_linear_with_vars(tensor_call(x, y), identity_pass)
+    tmp = lin.src[0].src[1]
+    assert tmp.op is Ops.SLICE and tmp.src[0].op is Ops.BUFFER and tmp.src[0].slot < 0
+    assert lin.src[0].src[2] is x and lin.src[1].src[1] is y
+
+
+# --- memory_plan_rewrite ----------------------------------------------------------------------
+
+
+def chain_linear(n: int, size: int = 64):
+    bufs = [UOp.internal_buffer(F32, size) for _ in range(n)]
+    calls = [kernel(f"k{i}", bufs[i], bufs[i - 1]) if i else kernel("k0", bufs[0])
+             for i in range(n)]
+    return UOp(Ops.LINEAR, src=tuple(calls)), bufs
+
+
+def test_held_buffers_keep_their_identity():
+    lin, bufs = chain_linear(5)
+    planned = memory_plan_rewrite(lin, held_bufs=[bufs[2]])
+    args = [a for c in planned.src for a in c.src[1:]]
+    assert bufs[2] in args
+    assert all(a.op is Ops.SLICE for a in args if a is not bufs[2])
+
+
+def test_no_memory_planner_leaves_the_linear_unchanged():
+    lin, _ = chain_linear(5)
+    with Context(NO_MEMORY_PLANNER=1):
+        assert memory_plan_rewrite(lin) is lin
+
+
+def test_chain_reuses_memory_down_to_two_buffers():
+    lin, _ = chain_linear(10, size=1024)
+    planned = memory_plan_rewrite(lin)
+    st = linear_stats(planned)
+    assert st.arena_total == 2 * 1024 * 4 == st.floor_bytes
+    assert linear_stats(lin).unplanned_bytes == 10 * 1024 * 4
+
+
+def test_copy_buffers_get_their_own_lane():
+    a, b, c = (UOp.internal_buffer(F32, 64, "CPU") for _ in range(3))
+    copy_call = UOp(Ops.CALL, dtypes.void, (UOp(Ops.COPY, dtypes.void, (), "CPU"), b, a))
+    lin = UOp(Ops.LINEAR, src=(kernel("compute_only", c), kernel("make", a, c), copy_call,
+                               kernel("use", buf(60), b)))
+    planned = memory_plan_rewrite(lin)
+    arg_arena = [[x.src[0] for x in call.src[1:] if x.op is Ops.SLICE] for call in planned.src]
+    assert arg_arena[0][0] is not arg_arena[2][0]  # c (compute) vs b (copy)
+    assert arg_arena[2][0] is arg_arena[2][1]  # both ends of the copy share the copy lane
+
+
+
+def test_each_device_gets_its_own_arena():
+    a = UOp.internal_buffer(F32, 64, "CPU:1")
+    b = UOp.internal_buffer(F32, 64, "CPU:2")
+    lin = UOp(Ops.LINEAR, src=(kernel("k", UOp(Ops.MSTACK, F32, (a, b))),))
+    planned = memory_plan_rewrite(lin)
+    (arg,) = planned.src[0].src[1:]
+    assert arg.op is Ops.MSTACK and {s.src[0].device for s in arg.src} == {"CPU:1", "CPU:2"}
+    assert linear_stats(planned).arena_bytes == {"CPU:1": 256, "CPU:2": 256}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_planned_live_buffers_never_overlap(data):
+    nbufs = data.draw(st.integers(1, 12))
+    devices = ["CPU", "CPU:1"]
+    bufs = [UOp.internal_buffer(F32, data.draw(st.integers(0, 300)), data.draw(st.sampled_from(devices)))
+            for _ in range(nbufs)]
+    held = set(data.draw(st.lists(st.sampled_from(bufs), max_size=2)))
+    ncalls = data.draw(st.integers(1, 15))
+    calls = []
+    for i in range(ncalls):
+        args = data.draw(st.lists(st.sampled_from(bufs), min_size=1, max_size=4))
+        calls.append(kernel(f"k{i}", *args))
+    lin = UOp(Ops.LINEAR, src=tuple(calls))
+    planned = memory_plan_rewrite(lin, held)
+    life: dict[UOp, list[int]] = {}
+    view: dict[UOp, UOp] = {}
+    for i, (c, p) in enumerate(zip(lin.src, planned.src)):
+        for a, b in zip(c.src[1:], p.src[1:]):
+            life.setdefault(a, [i, i])[1] = i
+            assert view.setdefault(a, b) is b
+    for a, b in view.items():
+        if a in held:
+            assert b is a
+        else:
+            assert b.op is Ops.SLICE and b.arg[0] % 256 == 0 and b.arg[1] == a.nbytes
+            assert b.src[0].device == a.device and b.arg[0] + b.arg[1] <= b.src[0].size
+    planned_bufs = [a for a in view if a not in held]
+    for i, a in enumerate(planned_bufs):
+        for b in planned_bufs[i + 1:]:
+            va, vb = view[a], view[b]
+            live = life[a][0] <= life[b][1] and life[b][0] <= life[a][1]
+            same_arena = va.src[0] is vb.src[0]
+            bytes_meet = va.arg[0] < vb.arg[0] + vb.arg[1] and vb.arg[0] < va.arg[0] + va.arg[1]
+            assert not (live and same_arena and bytes_meet), (a, b)

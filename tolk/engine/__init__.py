@@ -1,0 +1,1 @@
+"""Execution: running linear schedules (`realize`) and capture/replay (`jit`)."""

@@ -1,0 +1,422 @@
+"""Tensor schedule linearization: tensor-level SINK graphs in, LINEAR schedules out.
+
+    create_linear_with_vars(big_sink)
+       lower_sink_to_linear(sink)         every tensor-level SINK, cached by key (SCACHE)
+          get_kernel_graph(sink)          fusion: tensor graph -> kernel graph of AFTERs
+          create_schedule(kernel graph)   dependencies -> FIFO topological order -> LINEAR
+       resolve                            PARAM slots <- call args; nested LINEARs flattened
+       var_vals                           the binds that scheduled kernels actually read
+       capture, or memory_plan_rewrite    internal BUFFERs -> SLICEs of per-device arenas
+
+This module is the Python implementation of the `tolk.schedule` API reference
+(spec/tolk-schedule.txt); every public function documents its part of that contract.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from tolk.errors import ScheduleError
+from tolk.helpers import CAPTURING, DEBUG, NO_MEMORY_PLANNER, SCACHE
+from tolk.schedule.memory import LinearStats, linear_stats, memory_plan_rewrite
+from tolk.uop.ops import GroupOp, KernelInfo, Ops, UOp, fresh_internal_buffer_slot
+
+__all__ = [
+    "fresh_internal_buffer_slot", "create_schedule", "lower_sink_to_linear",
+    "memory_plan_rewrite", "create_linear_with_vars", "schedule_cache_clear",
+    "schedule_cache_info", "ScheduleCacheInfo", "linear_stats", "LinearStats", "ScheduleError",
+]
+
+# Nodes a kernel argument may be wrapped in; they change how a buffer is viewed, not which.
+_WRAPPERS = GroupOp.Movement | {Ops.CAST, Ops.BITCAST}
+_STATE_OPS = frozenset({Ops.AFTER, Ops.BUFFER, Ops.PARAM})
+_ARG_OPS = _STATE_OPS | {Ops.MSELECT, Ops.MSTACK}
+
+
+def _is_kernel_ast(u: UOp) -> bool:
+    return u.op is Ops.SINK and isinstance(u.arg, KernelInfo)
+
+
+def _enter_kernel_graph(u: UOp) -> bool:
+    """Gate for walks of a kernel graph: never descend into kernel ASTs or LINEAR bodies."""
+    return not (u.op is Ops.LINEAR or _is_kernel_ast(u))
+
+
+def _unwrap(s: UOp) -> UOp:
+    """What a kernel argument really is, under view and cast wrappers."""
+    while s.op in _WRAPPERS:
+        s = s.src[0]
+    if s.op not in _ARG_OPS:
+        raise ScheduleError(
+            "a kernel argument must resolve to AFTER, BUFFER, PARAM, MSELECT, MSTACK or BIND, "
+            f"got {s.short()}"
+        )
+    return s
+
+
+def _states(arg: UOp) -> list[UOp]:
+    """The buffer states (AFTER | BUFFER | PARAM) an argument reads; MSTACK/MSELECT join them."""
+    out, todo = [], [arg]
+    while todo:
+        s = _unwrap(todo.pop())
+        if s.op in (Ops.MSELECT, Ops.MSTACK):
+            todo.extend(reversed(s.src))
+        else:
+            out.append(s)
+    return out
+
+
+def _split_after(after: UOp) -> tuple[list[UOp], list[UOp]]:
+    """An AFTER's children past src[0]: (kernels writing the new state, ordering deps)."""
+    kernels, deps = [], []
+    for c in after.src[1:]:
+        if c.op in (Ops.CALL, Ops.END):
+            kernels.append(c)
+        elif c.op is Ops.AFTER:
+            deps.append(c)
+        elif c.op is not Ops.STORE:
+            raise ScheduleError(
+                f"an AFTER's children must be CALL, END, AFTER or STORE, got {c.short()} "
+                f"under AFTER of {after.src[0].short()}"
+            )
+    return kernels, deps
+
+
+class _Buffers:
+    """Memoized map from a buffer state (or join of states) to the storage it lives in."""
+
+    def __init__(self) -> None:
+        self.memo: dict[UOp, UOp] = {}
+
+    def of(self, s: UOp) -> UOp:
+        memo = self.memo
+        if s in memo:
+            return memo[s]
+        chain = []  # walk down AFTER chains iteratively: they can be very long
+        cur = _unwrap(s)
+        while cur.op is Ops.AFTER and cur not in memo:
+            chain.append(cur)
+            cur = _unwrap(cur.src[0])
+        if cur in memo:
+            base = memo[cur]
+        elif cur.op in (Ops.MSTACK, Ops.MSELECT):
+            base = cur.replace(src=tuple(self.of(x) for x in cur.src))
+        else:
+            base = cur
+        for c in chain:
+            memo[c] = base
+        memo[s] = base
+        return base
+
+
+def describe_kernel(k: UOp) -> str:
+    """A kernel (CALL or END) named for an error message: its AST's name and its arguments."""
+    call = k.src[0] if k.op is Ops.END and k.src else k
+    body = call.src[0] if call.src else call
+    name = body.arg.name if isinstance(body.arg, KernelInfo) else body.op.name
+    return f"kernel {name!r} ({k.op.name} with {len(call.src) - 1} args)"
+
+
+def _kernel_call(k: UOp) -> UOp:
+    if k.op is Ops.END:
+        if not k.src or k.src[0].op is not Ops.CALL:
+            raise ScheduleError(f"END must wrap a CALL kernel, got {k.short()}")
+        return k.src[0]
+    return k
+
+
+def create_schedule(sched_sink: UOp) -> UOp:
+    """Order the kernels of a kernel graph into a LINEAR.
+
+    `sched_sink` is the output of a `get_kernel_graph` pass: a SINK leading to AFTER nodes.
+    For each reachable AFTER, children past src[0] are partitioned: CALL and END are kernels
+    writing the new state, AFTER are ordering dependencies, STORE are ignored.
+    Edges: read-after-write (a kernel runs after the producers of every state it reads or
+    joins, and of its AFTER's ordering dependencies) and write-after-read (a reader of
+    state S runs before the other kernels that write the state superseding S; kernels of a
+    join already present in S are ordering, not writes). Ready kernels are emitted first
+    come, first served (Kahn's algorithm with a FIFO queue), so the order is deterministic.
+
+    Returns ``LINEAR(CALL(ast, *args), ...)`` with each buffer argument unwrapped to its
+    storage (BUFFER, PARAM, or MSTACK/MSELECT of them); BIND arguments are kept.
+    Raises `ScheduleError` (a `ValueError`) for an AFTER child or kernel argument of the
+    wrong kind and for a dependency cycle, naming the node at fault.
+    """
+    children: dict[UOp, list[UOp]] = {}
+    in_degree: dict[UOp, int] = {}
+    supersede: dict[UOp, list[tuple[UOp, list[UOp]]]] = {}  # state -> (AFTER, new writers)
+    reads: list[tuple[UOp, UOp, UOp]] = []  # (AFTER, kernel, state it reads)
+    seen_reads: set[UOp] = set()
+
+    def edge(a: UOp, b: UOp) -> None:
+        children.setdefault(a, []).append(b)
+        in_degree[b] += 1
+
+    for u in sched_sink.toposort(enter=_enter_kernel_graph):
+        if u.op is not Ops.AFTER:
+            continue
+        kernels, deps = _split_after(u)
+        prev = _unwrap(u.src[0])
+        prev_kernels = _split_after(prev)[0] if prev.op is Ops.AFTER else ()
+        supersede.setdefault(prev, []).append((u, [k for k in kernels if k not in prev_kernels]))
+        dep_states = [st for d in deps for st in _states(d)]
+        for k in kernels:
+            in_degree.setdefault(k, 0)
+            call = _kernel_call(k)
+            ordering = dep_states + [st for x in k.src[1:] for st in _states(x)] \
+                if k.op is Ops.END else dep_states
+            read = [st for a in call.src[1:] if a.op is not Ops.BIND for st in _states(a)]
+            if (u, k) not in seen_reads:
+                seen_reads.add((u, k))
+                reads.extend((u, k, st) for st in read)
+            for st in read + ordering:
+                if st.op is Ops.AFTER:
+                    for t in _split_after(st)[0]:
+                        in_degree.setdefault(t, 0)
+                        edge(t, k)
+    for u, k, s in reads:
+        for a, writers in supersede.get(s, ()):
+            if a is u:
+                continue
+            for t in writers:
+                if t is not k:
+                    edge(k, t)
+    return UOp(Ops.LINEAR, src=tuple(_linearize(children, in_degree)))
+
+
+def _linearize(children: dict[UOp, list[UOp]], in_degree: dict[UOp, int]) -> list[UOp]:
+    """Kahn's algorithm, FIFO among ready kernels; emits the calls with buffer args unwrapped."""
+    bufs = _Buffers()
+    queue = deque(k for k, d in in_degree.items() if d == 0)
+    remaining = dict(in_degree)
+    out: list[UOp] = []
+    while queue:
+        k = queue.popleft()
+        call = _kernel_call(k)
+        args = tuple(a if a.op is Ops.BIND else bufs.of(a) for a in call.src[1:])
+        out.append(UOp(Ops.CALL, call.dtype, (call.src[0], *args), call.arg))
+        for c in children.get(k, ()):
+            remaining[c] -= 1
+            if remaining[c] == 0:
+                queue.append(c)
+    if len(out) < len(in_degree):
+        k = _on_cycle(children, remaining)
+        raise ScheduleError(f"dependency cycle in the kernel graph through {describe_kernel(k)}")
+    return out
+
+
+def _on_cycle(children: dict[UOp, list[UOp]], remaining: dict[UOp, int]) -> UOp:
+    """A kernel on a cycle: follow unscheduled parents back until one repeats."""
+    parents: dict[UOp, UOp] = {}
+    for p, cs in children.items():
+        if remaining[p] > 0:
+            for c in cs:
+                parents.setdefault(c, p)
+    k = next(k for k, d in remaining.items() if d > 0)
+    seen: set[UOp] = set()
+    while k not in seen:
+        seen.add(k)
+        k = parents[k]
+    return k
+
+
+# ---------------------------------------------------------------------------------------------
+# lowering with the schedule cache
+
+
+@dataclass(frozen=True)
+class ScheduleCacheInfo:
+    """Counters of the schedule cache since the last clear."""
+
+    hits: int
+    misses: int
+    size: int
+
+
+_cache: dict[tuple[bytes, object], UOp] = {}
+_cache_lock = threading.Lock()
+_cache_counts = [0, 0]  # hits, misses
+
+
+def schedule_cache_clear() -> None:
+    """Drop every cached schedule and reset the hit/miss counters."""
+    with _cache_lock:
+        _cache.clear()
+        _cache_counts[:] = [0, 0]
+
+
+def schedule_cache_info() -> ScheduleCacheInfo:
+    with _cache_lock:
+        return ScheduleCacheInfo(_cache_counts[0], _cache_counts[1], len(_cache))
+
+
+def _default_kernel_graph(sink: UOp) -> UOp:
+    from tolk.schedule.kernelize import get_kernel_graph
+
+    return get_kernel_graph(sink)
+
+
+def lower_sink_to_linear(
+    sink: UOp, get_kernel_graph: Callable[[UOp], UOp] | None = None, *, use_cache: bool | None = None
+) -> UOp | None:
+    """``create_schedule(get_kernel_graph(sink))``, or None when `sink` is not a tensor-level SINK.
+
+    A SINK carrying `KernelInfo` is a kernel AST, not a tensor graph: None. Results are cached
+    by ``sink.key`` (and the pass used) while SCACHE is on; `use_cache` overrides the flag.
+    Cached LINEARs are shared: callers must give their internal buffers fresh slots before
+    executing them (`create_linear_with_vars` does).
+    """
+    if sink.op is not Ops.SINK or isinstance(sink.arg, KernelInfo):
+        return None
+    kernel_graph = get_kernel_graph or _default_kernel_graph
+    if not (SCACHE.value if use_cache is None else use_cache):
+        return create_schedule(kernel_graph(sink))
+    ck = (sink.key, get_kernel_graph)
+    linear = _cache.get(ck)
+    with _cache_lock:
+        _cache_counts[0 if linear is not None else 1] += 1
+    if linear is None:
+        linear = create_schedule(kernel_graph(sink))
+        with _cache_lock:
+            linear = _cache.setdefault(ck, linear)
+    return linear
+
+
+# ---------------------------------------------------------------------------------------------
+# resolution: CALL(LINEAR, *args) -> one flat LINEAR of concrete buffers
+
+
+def _lower_all(root: UOp, get_kernel_graph, use_cache: bool) -> UOp:
+    """Replace every tensor-level SINK under `root` by its LINEAR, innermost first."""
+    nodes = root.toposort(enter=_enter_kernel_graph)
+    sinks = [n for n in nodes if n.op is Ops.SINK and not isinstance(n.arg, KernelInfo)]
+    if not sinks:
+        return root
+    if len(sinks) == 1 and sinks[0] is root:
+        return lower_sink_to_linear(root, get_kernel_graph, use_cache=use_cache)
+    mapping: dict[UOp, UOp] = {}
+    for s in sinks:  # children first, so an outer sink sees its inner calls already lowered
+        s2 = s.substitute(mapping) if mapping else s
+        mapping[s] = lower_sink_to_linear(s2, get_kernel_graph, use_cache=use_cache)
+    return root.substitute(mapping)
+
+
+def _resolve(linear: UOp, params: tuple[UOp, ...]) -> list[UOp]:
+    """The calls of `linear` with PARAM slots bound to `params`, nested LINEAR calls flattened
+    (each a scope whose params shadow the outer ones), and internal BUFFERs renamed fresh per
+    resolution so two resolutions of one cached LINEAR never share intermediates."""
+    out: list[UOp] = []
+    stack = [(iter(linear.src), params, {})]
+    while stack:
+        calls, scope, fresh = stack[-1]
+        call = next(calls, None)
+        if call is None:
+            stack.pop()
+            continue
+        if call.op is not Ops.CALL:
+            raise ScheduleError(f"a LINEAR may only hold CALLs, got {call.short()}")
+        args = tuple(_bind_arg(a, scope, fresh) for a in call.src[1:])
+        body = call.src[0]
+        if body.op is Ops.LINEAR:
+            stack.append((iter(body.src), args, {}))
+        else:
+            out.append(call if args == call.src[1:] else call.replace(src=(body, *args)))
+    return out
+
+
+def _bind_arg(a: UOp, scope: tuple[UOp, ...], fresh: dict[UOp, UOp]) -> UOp:
+    if a.op is Ops.PARAM:
+        if a.slot >= len(scope):
+            raise ScheduleError(f"{a.short()} has no argument: the call passes {len(scope)}")
+        return scope[a.slot]
+    if a.op is Ops.BUFFER and a.slot < 0:
+        if a not in fresh:
+            fresh[a] = UOp.internal_buffer(a.dtype, a.size, a.device)
+        return fresh[a]
+    if a.op in (Ops.MSTACK, Ops.MSELECT):
+        return a.replace(src=tuple(_bind_arg(s, scope, fresh) for s in a.src))
+    return a
+
+
+def _kernel_vars(ast: UOp) -> frozenset[str]:
+    """Names of the variables a kernel AST reads (cached on the node)."""
+    cache = ast._cache
+    if cache is None:
+        cache = ast._cache = {}
+    if "vars" not in cache:
+        cache["vars"] = frozenset(
+            n.arg[0] for n in ast.toposort() if n.op is Ops.DEFINE_VAR
+        )
+    return cache["vars"]
+
+
+def _collect_var_vals(binds: Iterable[UOp], used: set[str]) -> dict[str, int]:
+    var_vals: dict[str, int] = {}
+    for b in binds:
+        name, val = b.src[0].arg[0], b.src[1].arg
+        if name not in used:
+            continue
+        if var_vals.get(name, val) != val:
+            raise ScheduleError(f"variable {name!r} is bound to both {var_vals[name]} and {val}")
+        var_vals[name] = val
+    return var_vals
+
+
+def create_linear_with_vars(
+    big_sink: UOp, get_kernel_graph: Callable[[UOp], UOp] | None = None
+) -> tuple[UOp, dict[str, int]]:
+    """Run the whole schedule pipeline: ``(planned LINEAR, {variable name: value})``.
+
+    `big_sink` is a tensor-level SINK or ``CALL(body, *args)``. Every tensor-level SINK is
+    lowered (`lower_sink_to_linear`), then CALLs of LINEARs are resolved: PARAM slots take
+    the call's arguments and nested schedules are flattened. Only binds of variables that a
+    scheduled kernel reads are returned. While ``tolk.engine.realize.capturing`` is non-empty
+    and CAPTURING is on, the unplanned schedule goes to ``capturing[0].add_linear`` and an
+    empty LINEAR is returned; otherwise the schedule is memory-planned holding the call's own
+    BUFFER arguments.
+
+    Raises `ScheduleError` (a `ValueError`) when binds of one variable disagree or the result
+    is not a LINEAR.
+    """
+    start = time.perf_counter()
+    use_cache = bool(SCACHE.value)
+    before = _cache_counts[0]
+    lowered = _lower_all(big_sink, get_kernel_graph, use_cache)
+    top_args: tuple[UOp, ...] = ()
+    if lowered.op is Ops.CALL:
+        top_args = lowered.src[1:]
+        lowered = lowered.src[0]
+    if lowered.op is not Ops.LINEAR:
+        raise ScheduleError(f"the schedule pipeline must give a LINEAR, got {lowered.short()}")
+    calls = _resolve(lowered, top_args)
+    linear = UOp(Ops.LINEAR, src=tuple(calls))
+
+    used: set[str] = set()
+    binds = [a for a in top_args if a.op is Ops.BIND]
+    for c in calls:
+        if c.src[0].op is Ops.SINK:
+            used |= _kernel_vars(c.src[0])
+        for a in c.src[1:]:
+            if a.op is Ops.BIND:
+                used.add(a.src[0].arg[0])
+                binds.append(a)
+    var_vals = _collect_var_vals(binds, used)
+
+    from tolk.engine.realize import capturing
+
+    if capturing and CAPTURING.value:
+        capturing[0].add_linear(linear, var_vals)
+        return UOp(Ops.LINEAR, src=()), var_vals
+    held = [a for a in top_args if a.op is Ops.BUFFER]
+    planned = memory_plan_rewrite(linear, held)
+    if DEBUG.value >= 1:
+        hit = "cache hit" if _cache_counts[0] > before else "cache miss"
+        st = linear_stats(planned)
+        print(f"schedule: {len(calls):5d} kernels in {(time.perf_counter() - start) * 1e3:8.2f} ms"
+              f" | {hit} | memory {st.unplanned_bytes / 1e6:.2f} MB -> {st.arena_total / 1e6:.2f} MB"
+              f" (floor {st.floor_bytes / 1e6:.2f} MB)")
+    return planned, var_vals

@@ -1,0 +1,176 @@
+"""Memory planning of a LINEAR: internal BUFFERs -> SLICEs of one arena per device and lane.
+
+Takes a LINEAR whose calls name BUFFERs (directly or inside MSTACK/MSELECT) and gives back
+the same LINEAR where every planned buffer is ``SLICE(arena, arg=(byte_offset, nbytes))``.
+Offsets come from the pure function `tolk.schedule.planner.assign_offsets`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from tolk.dtype import dtypes
+from tolk.helpers import NO_MEMORY_PLANNER
+from tolk.schedule.planner import assign_offsets, floor_bytes
+from tolk.uop.ops import Ops, UOp, fresh_internal_buffer_slot
+
+ALIGNMENT = 256
+
+
+def _buffers_of(arg: UOp) -> list[UOp]:
+    """The BUFFERs an argument names, looking through MSTACK/MSELECT."""
+    if arg.op is Ops.BUFFER:
+        return [arg]
+    if arg.op in (Ops.MSTACK, Ops.MSELECT):
+        return [b for s in arg.src for b in _buffers_of(s)]
+    return []
+
+
+@dataclass
+class _Lifetimes:
+    """Invariant: first[b] <= last[b]; both are call indices (inclusive)."""
+
+    first: dict[UOp, int] = field(default_factory=dict)
+    last: dict[UOp, int] = field(default_factory=dict)
+    lane: dict[UOp, tuple[str, int]] = field(default_factory=dict)
+
+
+def _lifetimes(linear: UOp, plannable) -> _Lifetimes:
+    lt = _Lifetimes()
+    copy_bufs: set[UOp] = set()
+    for i, call in enumerate(linear.src):
+        is_copy = call.src[0].op is Ops.COPY
+        for a in call.src[1:]:
+            for b in _buffers_of(a):
+                if not plannable(b):
+                    continue
+                lt.first.setdefault(b, i)
+                lt.last[b] = i
+                if is_copy:
+                    copy_bufs.add(b)
+    # copies and compute get separate arenas (lanes) so neither waits on the other
+    for b in lt.first:
+        lt.lane[b] = (b.device, 1 if b in copy_bufs else 0)
+    return lt
+
+
+def _rebuild(linear: UOp, mapping: dict[UOp, UOp]) -> UOp:
+    """The LINEAR with buffer args (also inside MSTACK/MSELECT) replaced; kernel ASTs untouched."""
+
+    def sub(a: UOp) -> UOp:
+        if a in mapping:
+            return mapping[a]
+        if a.op in (Ops.MSTACK, Ops.MSELECT):
+            return a.replace(src=tuple(sub(s) for s in a.src))
+        return a
+
+    calls = []
+    for call in linear.src:
+        args = tuple(sub(a) for a in call.src[1:])
+        calls.append(call if args == call.src[1:] else call.replace(src=(call.src[0], *args)))
+    return linear.replace(src=tuple(calls))
+
+
+def memory_plan_rewrite(
+    linear: UOp, held_bufs: Iterable[UOp] = (), *, enabled: bool | None = None
+) -> UOp:
+    """Replace the internal, non-held BUFFERs of `linear` with SLICEs of per-device arenas.
+
+    A buffer lives from the first to the last call that names it; buffers whose lifetimes
+    intersect never share bytes. Buffers used by COPY calls get their own arena per device.
+    Held buffers (compared by identity) keep their identity and allocation: hold any buffer
+    that outlives the schedule. Returns `linear` unchanged when NO_MEMORY_PLANNER is set
+    (`enabled` overrides the flag) or nothing is plannable.
+    """
+    if not (not NO_MEMORY_PLANNER.value if enabled is None else enabled):
+        return linear
+    if linear.op is not Ops.LINEAR:
+        raise ValueError(f"memory_plan_rewrite needs a LINEAR, got {linear.short()}")
+    held = set(held_bufs)
+    lt = _lifetimes(linear, lambda b: b.arg[0] < 0 and b not in held)
+    if not lt.first:
+        return linear
+    lanes: dict[tuple[str, int], list[UOp]] = {}
+    for b in lt.first:
+        lanes.setdefault(lt.lane[b], []).append(b)
+    mapping: dict[UOp, UOp] = {}
+    for (device, _), bufs in lanes.items():
+        plan = assign_offsets(
+            [b.nbytes for b in bufs], [lt.first[b] for b in bufs], [lt.last[b] for b in bufs],
+            alignment=ALIGNMENT,
+        )
+        arena = UOp(Ops.BUFFER, dtypes.uint8, (), (fresh_internal_buffer_slot(), device, plan.arena))
+        for b, off in zip(bufs, plan.offsets):
+            mapping[b] = UOp(Ops.SLICE, b.dtype, (arena,), (off, b.nbytes))
+    return _rebuild(linear, mapping)
+
+
+@dataclass(frozen=True)
+class LinearStats:
+    """What a LINEAR costs in memory. Bytes of planned views and internal buffers only.
+
+    `floor_bytes` is the peak of live bytes per device lane (sizes rounded up to the planner's
+    alignment), summed over lanes: no plan can use less.
+    """
+
+    calls: int
+    arena_bytes: dict[str, int]
+    unplanned_bytes: int
+    floor_bytes: int
+
+    @property
+    def arena_total(self) -> int:
+        return sum(self.arena_bytes.values())
+
+    @property
+    def ratio(self) -> float:
+        """Arena over floor (1.0 is perfect; 0 buffers gives 1.0)."""
+        return self.arena_total / self.floor_bytes if self.floor_bytes else 1.0
+
+
+def linear_stats(linear: UOp, held_bufs: Iterable[UOp] = ()) -> LinearStats:
+    """Calls, planned arena bytes per device, bytes without planning, and the floor."""
+    held = set(held_bufs)
+    arenas: dict[UOp, None] = {}
+    first: dict[UOp, int] = {}
+    last: dict[UOp, int] = {}
+    lane: dict[UOp, tuple] = {}
+    for i, call in enumerate(linear.src):
+        for a in call.src[1:]:
+            for b in _views_of(a):
+                if b.op is Ops.SLICE:
+                    arenas[b.src[0]] = None
+                    key = (b.src[0],)
+                elif b.arg[0] < 0 and b not in held:
+                    key = (b.device, call.src[0].op is Ops.COPY)
+                else:
+                    continue
+                first.setdefault(b, i)
+                last[b] = i
+                lane.setdefault(b, key)
+    arena_bytes: dict[str, int] = {}
+    for ar in arenas:
+        arena_bytes[ar.device] = arena_bytes.get(ar.device, 0) + ar.size
+    by_lane: dict[tuple, list[UOp]] = {}
+    for b, key in lane.items():
+        by_lane.setdefault(key, []).append(b)
+    floor = sum(
+        floor_bytes([_nbytes(b) for b in bs], [first[b] for b in bs], [last[b] for b in bs],
+                    alignment=ALIGNMENT)
+        for bs in by_lane.values()
+    )
+    unplanned = sum(_nbytes(b) for b in first)
+    return LinearStats(len(linear.src), arena_bytes, unplanned, floor)
+
+
+def _views_of(arg: UOp) -> list[UOp]:
+    if arg.op in (Ops.BUFFER, Ops.SLICE):
+        return [arg]
+    if arg.op in (Ops.MSTACK, Ops.MSELECT):
+        return [b for s in arg.src for b in _views_of(s)]
+    return []
+
+
+def _nbytes(b: UOp) -> int:
+    return b.arg[1] if b.op is Ops.SLICE else b.nbytes
