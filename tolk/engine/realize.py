@@ -6,3 +6,54 @@ from __future__ import annotations
 # CAPTURING flag is on), `tolk.schedule.create_linear_with_vars` hands every schedule to
 # ``capturing[0]`` unplanned and returns an empty LINEAR instead of a schedule to run.
 capturing: list = []
+
+
+import threading  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from tolk.errors import ScheduleError  # noqa: E402
+from tolk.helpers import DEBUG  # noqa: E402
+from tolk.runtime.cpu import get_kernel  # noqa: E402
+from tolk.runtime.device import typed_view  # noqa: E402
+from tolk.uop.ops import Ops, UOp  # noqa: E402
+
+_stats_lock = threading.Lock()
+kernel_runs = [0]
+
+
+def _device_of(arg: UOp) -> str:
+    return arg.src[0].device if arg.op is Ops.SLICE else arg.device
+
+
+def run_linear(linear: UOp, var_vals: dict[str, int] | None = None) -> None:
+    """Execute the calls of a LINEAR in order.
+
+    Buffer arguments are BUFFERs or SLICEs of arena BUFFERs (storage is allocated on first
+    use); BIND arguments are skipped (kernels read variables from `var_vals`). A COPY call
+    copies its second argument's bytes into its first.
+    """
+    if linear.op is not Ops.LINEAR:
+        raise ScheduleError(f"run_linear needs a LINEAR, got {linear.short()}")
+    var_vals = var_vals or {}
+    for call in linear.src:
+        ast = call.src[0]
+        args = [a for a in call.src[1:] if a.op is not Ops.BIND]
+        for a in args:
+            if a.op in (Ops.MSTACK, Ops.MSELECT, Ops.PARAM):
+                raise ScheduleError(f"run_linear cannot bind {a.short()}: resolve it first")
+        start = time.perf_counter() if DEBUG.value >= 2 else 0.0
+        if ast.op is Ops.COPY:
+            dst, src = (typed_view(a) for a in args)
+            np.copyto(dst, src.view(dst.dtype))
+        else:
+            bufs = [typed_view(a) for a in args]
+            get_kernel(ast, _device_of(args[0]))(bufs, var_vals)
+        with _stats_lock:
+            kernel_runs[0] += 1
+        if DEBUG.value >= 2:
+            name = getattr(ast.arg, "name", ast.op.name)
+            nbytes = sum(a.arg[1] if a.op is Ops.SLICE else a.nbytes for a in args)
+            print(f"  {name:<24s} args={len(args)} bytes={nbytes:>10d} "
+                  f"{(time.perf_counter() - start) * 1e6:9.1f} us")

@@ -91,8 +91,8 @@ class Ops(enum.IntEnum):
     END = enum.auto()
     # planned views
     SLICE = enum.auto()
-    # kernel-internal
-    CONTRACT = enum.auto()
+    # a constant's device (the only source a CONST may have)
+    DEVICE = enum.auto()
     NOOP = enum.auto()
 
     def __repr__(self) -> str:

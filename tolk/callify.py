@@ -1,0 +1,183 @@
+"""From Tensors to a scheduled CALL and back: realize, assign, numpy.
+
+`realize` builds one tensor-level SINK of realizations ``AFTER(state, STORE(view, value))``
+(an output buffer for each computed tensor, the pending assigns of the others), turns every
+concrete BUFFER into a PARAM (the body is then the same for the same computation on other
+data, so it hits the schedule cache), schedules ``CALL(body, *buffers, *binds)`` with
+`create_linear_with_vars`, runs the planned LINEAR, and points the tensors at their buffers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tolk.dtype import bf16_to_f32, dtypes
+from tolk.engine.realize import run_linear
+from tolk.errors import DeviceError, ShapeError
+from tolk.helpers import prod
+from tolk.runtime.device import typed_view
+from tolk.schedule import create_linear_with_vars
+from tolk.tensor import IdentityWeakSet, Tensor, _base_and_chain, _lazy, _views
+from tolk.uop.ops import Ops, UOp
+
+
+def _is_view_of_state(u: UOp) -> bool:
+    return _base_and_chain(u).op in (Ops.BUFFER, Ops.AFTER)
+
+
+def _reads(u: UOp, states: set[UOp]) -> bool:
+    return any(n in states for n in u.toposort())
+
+
+def _register_view(t: Tensor) -> None:
+    base = _base_and_chain(t.uop)
+    _views.setdefault(base, IdentityWeakSet()).add(t)
+    _lazy.discard(t)
+
+
+def _snapshot_readers(tensors: list[Tensor], afters: list[UOp]) -> list[Tensor]:
+    """Lazy tensors that read a state an assign here supersedes: realized before the write."""
+    superseded = {a.src[0] for a in afters}
+    chosen = {id(t) for t in tensors}
+    extra = []
+    for t in list(_lazy):
+        if id(t) not in chosen and _reads(t.uop, superseded):
+            extra.append(t)
+            chosen.add(id(t))
+    return extra
+
+
+def _build_sink(tensors: list[Tensor]):
+    """The realizations of `tensors`: (sink sources, [(tensor, AFTER, output view)]).
+
+    An output whose graph contains an earlier output reads that output's buffer instead of
+    computing it again."""
+    srcs: dict[UOp, None] = {}
+    outputs: list[tuple[Tensor, UOp, UOp]] = []
+    reads: dict[UOp, UOp] = {}  # an earlier output's graph -> a view of its realization
+    first: dict[UOp, tuple[UOp, UOp]] = {}
+    for t in tensors:
+        u = t.uop
+        base = _base_and_chain(u)
+        if base.op is Ops.BUFFER:
+            continue
+        if base.op is Ops.AFTER:
+            srcs[base] = None
+            continue
+        if u in reads:
+            outputs.append((t, *first[u]))
+            continue
+        buf = UOp.buffer(t.dtype, prod(t.shape), t.device)
+        value = u.substitute(reads) if reads else u
+        after = UOp(Ops.AFTER, t.dtype, (buf, UOp(Ops.STORE, dtypes.void, (_view(buf, t.shape), value))))
+        reads[u] = _view(after, t.shape)
+        first[u] = (after, _view(buf, t.shape))
+        outputs.append((t, after, _view(buf, t.shape)))
+        srcs[after] = None
+    return list(srcs), [(t, a, v) for t, a, v in outputs]
+
+
+def _view(state: UOp, shape: tuple[int, ...]) -> UOp:
+    return state if shape == (state.src[0].size if state.op is Ops.AFTER else state.size,) \
+        else UOp(Ops.RESHAPE, state.dtype, (state,), shape)
+
+
+def realize(tensors, run: bool = True):
+    """Compute `tensors` in one schedule; with ``run=False`` return ``(LINEAR, var_vals)`` only."""
+    tensors = list({id(t): t for t in tensors}.values())
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"realize takes Tensors, got {type(t).__name__}")
+    srcs, outputs = _build_sink(tensors)
+    if not srcs:
+        return (UOp(Ops.LINEAR, src=()), {}) if not run else None
+    fresh = {a for _, a, _ in outputs}
+    sink = UOp.sink(*srcs)
+    user_afters = [n for n in sink.toposort() if n.op is Ops.AFTER and n not in fresh]
+    if user_afters and run:
+        extra = _snapshot_readers(tensors, user_afters)
+        if extra:
+            return realize(extra + tensors, run)
+    nodes = sink.toposort()
+    bufs = [n for n in nodes if n.op is Ops.BUFFER]
+    params = {b: UOp(Ops.PARAM, b.dtype, (), (i, b.arg[1], b.arg[2])) for i, b in enumerate(bufs)}
+    binds = [n for n in nodes if n.op is Ops.BIND]
+    body = sink.substitute(params)
+    call = UOp(Ops.CALL, dtypes.void, (body, *bufs, *binds))
+    linear, var_vals = create_linear_with_vars(call)
+    if not run:
+        return linear, var_vals
+    run_linear(linear, var_vals)
+    _after_run(outputs, [n for n in nodes if n.op is Ops.AFTER and n not in fresh])
+    return None
+
+
+def _after_run(outputs, user_afters: list[UOp]) -> None:
+    for t, _, view in outputs:
+        t.uop = view
+        _register_view(t)
+    if not user_afters:
+        return
+    becomes = {}
+    for a in user_afters:
+        b = a
+        while b.op is Ops.AFTER:
+            b = b.src[0]
+        becomes[a] = b
+    for a in user_afters:
+        for t in list(_views.pop(a, ())):
+            t.uop = t.uop.substitute(becomes)
+            _register_view(t)
+    for t in list(_lazy):
+        if _reads(t.uop, set(becomes)):
+            t.uop = t.uop.substitute(becomes)
+
+
+def assign(target: Tensor, x) -> Tensor:
+    """Store `x` into `target`'s buffer through `target`'s view; every view of the buffer
+    (including `target`) then reads the new state."""
+    if not isinstance(x, Tensor):
+        x = Tensor.full(target.shape, x, target.dtype, target.device)
+    if x.shape != target.shape:
+        if x.numel() == 1 or _broadcastable(x.shape, target.shape):
+            x = x._broadcast_to(target.shape) if x.ndim <= target.ndim else x.reshape(target.shape)
+        else:
+            raise ShapeError(f"assign of shape {x.shape} into a tensor of shape {target.shape}")
+    if x.dtype is not target.dtype:
+        raise TypeError(f"assign of dtype {x.dtype.name} into a tensor of dtype {target.dtype.name}; "
+                        f"cast it first")
+    if x.device != target.device:
+        raise DeviceError(f"assign from device {x.device} into a tensor on {target.device}")
+    if not _is_view_of_state(target.uop):
+        target.realize()
+    state = _base_and_chain(target.uop)
+    new_state = UOp(Ops.AFTER, state.dtype, (state, UOp(Ops.STORE, dtypes.void, (target.uop, x.uop))))
+    views = _views.pop(state, IdentityWeakSet())
+    views.add(target)
+    for t in views:
+        t.uop = t.uop.substitute({state: new_state})
+        _register_view(t)
+    return target
+
+
+def _broadcastable(src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
+    if len(src) > len(dst):
+        return False
+    return all(s in (1, d) for s, d in zip(src[::-1], dst[::-1]))
+
+
+def to_numpy(t: Tensor) -> np.ndarray:
+    """The values of `t` as a new numpy array (bfloat16 as float32)."""
+    realize([t])
+    u = t.uop
+    base = _base_and_chain(u)
+    if not (u is base or (u.op is Ops.RESHAPE and u.src[0] is base)):
+        c = t.contiguous()
+        realize([c])
+        u, base = c.uop, _base_and_chain(c.uop)
+    if base.op is not Ops.BUFFER:
+        raise DeviceError(f"tensor is not backed by a buffer after realize: {base.short()}")
+    data = typed_view(base).copy()
+    if t.dtype is dtypes.bfloat16:
+        data = bf16_to_f32(data)
+    return data.reshape(t.shape)

@@ -1,0 +1,251 @@
+"""Kernel ASTs compiled to Python functions over numpy, once per (ast key, device).
+
+A kernel AST is ``SINK(STORE(target, value), ...)`` where:
+- ``LOAD(PARAM i)`` is the flat contents of the i-th buffer argument;
+- movement ops (RESHAPE, PERMUTE, EXPAND, PAD, SHRINK, FLIP) are numpy views of values;
+- a STORE target is a chain of view ops over ``PARAM i`` that must stay a view of the buffer;
+- ALU ops, CAST, BITCAST and REDUCE_AXIS ``(op, axes)`` (keeping reduced axes as size 1).
+A sum of a product, ``REDUCE_AXIS(ADD, MUL(a, b))``, runs as one ``np.einsum`` on the
+un-broadcast operands (BLAS for matmul and convolution), never materialising the product.
+bfloat16 values are computed in float32 and rounded to bfloat16 where stored or cast.
+"""
+
+from __future__ import annotations
+
+import string
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from tolk.dtype import DType, bf16_to_f32, dtypes, f32_to_bf16
+from tolk.helpers import DEBUG
+from tolk.uop.ops import GroupOp, Ops, UOp
+from tolk.uop.shape import shape_of
+
+KernelFn = Callable[[list, dict], None]
+
+_UNARY = {
+    Ops.NEG: "np.negative", Ops.EXP: "np.exp", Ops.LOG: "np.log", Ops.SQRT: "np.sqrt",
+    Ops.RECIPROCAL: "np.reciprocal", Ops.SIN: "np.sin", Ops.COS: "np.cos", Ops.TANH: "np.tanh",
+    Ops.ABS: "np.abs", Ops.SIGN: "np.sign", Ops.NOT: "np.logical_not", Ops.TRUNC: "np.trunc",
+}
+_BINARY = {
+    Ops.ADD: "np.add", Ops.SUB: "np.subtract", Ops.MUL: "np.multiply", Ops.DIV: "np.true_divide",
+    Ops.IDIV: "np.floor_divide", Ops.MOD: "np.remainder", Ops.POW: "np.power",
+    Ops.MAX: "np.maximum", Ops.MIN: "np.minimum", Ops.CMPLT: "np.less", Ops.CMPLE: "np.less_equal",
+    Ops.CMPEQ: "np.equal", Ops.CMPNE: "np.not_equal", Ops.AND: "np.bitwise_and",
+    Ops.OR: "np.bitwise_or", Ops.XOR: "np.bitwise_xor",
+}
+_REDUCE = {Ops.ADD: "np.add", Ops.MUL: "np.multiply", Ops.MAX: "np.maximum", Ops.MIN: "np.minimum"}
+
+
+class KernelCompileError(ValueError):
+    """A kernel AST the CPU backend cannot compile."""
+
+
+def compute_np(d: DType) -> np.dtype:
+    """The numpy type values of dtype `d` are computed in (bfloat16 -> float32)."""
+    return np.dtype(np.float32) if d is dtypes.bfloat16 else d.np
+
+
+def _contraction_operands(node: UOp, users: dict[UOp, int]):
+    """For REDUCE_AXIS(ADD, MUL(a, b)): the un-broadcast operands, else None."""
+    if node.arg[0] is not Ops.ADD or node.src[0].op is not Ops.MUL:
+        return None
+    mul = node.src[0]
+    if not node.dtype.is_float or node.dtype is dtypes.bfloat16 or users.get(mul, 0) > 1:
+        return None
+    return tuple(x.src[0] if x.op is Ops.EXPAND and users.get(x, 0) == 1 else x for x in mul.src)
+
+
+def _einsum_spec(full: tuple[int, ...], ops_shapes, axes) -> tuple[str, list[tuple[int, ...]]]:
+    """An einsum spec over the full iteration shape; axes broadcast in an operand are dropped."""
+    if len(full) > len(string.ascii_letters):
+        raise KernelCompileError(f"contraction of rank {len(full)} is too large")
+    labels = string.ascii_letters[: len(full)]
+    ins, squeezes = [], []
+    for shp in ops_shapes:
+        keep = [i for i, (s, f) in enumerate(zip(shp, full)) if not (s == 1 and f != 1)]
+        ins.append("".join(labels[i] for i in keep))
+        squeezes.append(tuple(i for i in range(len(full)) if i not in keep))
+    out = "".join(labels[i] for i in range(len(full)) if i not in axes)
+    return ",".join(ins) + "->" + out, squeezes
+
+
+class _Codegen:
+    def __init__(self, ast: UOp):
+        self.ast = ast
+        self.lines: list[str] = []
+        self.consts: list[object] = []
+        self.names: dict[UOp, str] = {}
+        self.nodes = ast.toposort()
+        self.users: dict[UOp, int] = {}
+        for n in self.nodes:
+            for s in n.src:
+                self.users[s] = self.users.get(s, 0) + 1
+        self.skip: set[UOp] = set()
+        self.store_targets: set[UOp] = set()
+        for n in self.nodes:
+            if n.op is Ops.STORE:
+                t = n.src[0]
+                while t.op in GroupOp.Movement:
+                    self.store_targets.add(t)
+                    t = t.src[0]
+            if n.op is Ops.REDUCE_AXIS and (ops := _contraction_operands(n, self.users)):
+                mul = n.src[0]
+                self.skip.add(mul)
+                self.skip.update(x for x in mul.src if x.op is Ops.EXPAND and x.src[0] in ops)
+
+    def const(self, value: object) -> str:
+        self.consts.append(value)
+        return f"c[{len(self.consts) - 1}]"
+
+    def emit(self, n: UOp, expr: str) -> None:
+        name = f"v{len(self.names)}"
+        self.names[n] = name
+        self.lines.append(f"    {name} = {expr}")
+
+    def run(self) -> str:
+        for n in self.nodes:
+            if n in self.skip:
+                continue
+            self.node(n)
+        return "def kernel(b, vv, c):\n" + "\n".join(self.lines or ["    pass"]) + "\n"
+
+    def node(self, n: UOp) -> None:  # noqa: C901 - one branch per op family
+        op, s = n.op, [self.names.get(x) for x in n.src]
+        cdt = None if n.dtype is dtypes.void else compute_np(n.dtype)
+        if op is Ops.PARAM:
+            self.emit(n, f"b[{n.arg[0]}]")
+        elif op is Ops.LOAD:
+            src = n.src[0]
+            self.emit(n, f"bf16_to_f32({s[0]})" if src.dtype is dtypes.bfloat16 else s[0])
+        elif op is Ops.CONST:
+            self.emit(n, self.const(np.array(n.arg, dtype=cdt)))
+        elif op is Ops.DEFINE_VAR:
+            self.emit(n, f"{self.const(cdt.type)}(vv[{n.arg[0]!r}])")
+        elif op is Ops.BIND:
+            self.emit(n, f"{self.const(cdt.type)}(vv[{n.src[0].arg[0]!r}])")
+        elif op in _UNARY:
+            self.emit(n, f"{_UNARY[op]}({s[0]})")
+        elif op in _BINARY:
+            self.emit(n, f"{_BINARY[op]}({s[0]}, {s[1]})")
+        elif op is Ops.WHERE:
+            self.emit(n, f"np.where({s[0]}, {s[1]}, {s[2]})")
+        elif op is Ops.CAST:
+            self.emit(n, self.cast(n, s[0]))
+        elif op is Ops.BITCAST:
+            self.emit(n, self.bitcast(n, s[0]))
+        elif op is Ops.REDUCE_AXIS:
+            self.emit(n, self.reduce(n, s[0], cdt))
+        elif op in GroupOp.Movement:
+            self.emit(n, self.movement(n, s[0]))
+        elif op is Ops.STORE:
+            tgt = n.src[0]
+            val = s[1]
+            if tgt.dtype is dtypes.bfloat16:
+                val = f"f32_to_bf16(np.asarray({val}, dtype=np.float32))"
+            self.lines.append(f"    np.copyto({s[0]}, {val}, casting='unsafe')")
+        elif op in (Ops.SINK, Ops.NOOP):
+            pass
+        else:
+            raise KernelCompileError(f"the CPU backend cannot compile {n.short()}")
+
+    def cast(self, n: UOp, x: str) -> str:
+        if n.dtype is dtypes.bfloat16:
+            return f"bf16_to_f32(f32_to_bf16(np.asarray({x}, dtype=np.float32)))"
+        return f"np.asarray({x}).astype({self.const(n.dtype.np)})"
+
+    def bitcast(self, n: UOp, x: str) -> str:
+        src = n.src[0].dtype
+        if src.itemsize != n.dtype.itemsize:
+            raise KernelCompileError(f"bitcast {src.name} -> {n.dtype.name} changes the item size")
+        bits = f"f32_to_bf16(np.asarray({x}, dtype=np.float32))" if src is dtypes.bfloat16 else x
+        out = f"np.ascontiguousarray({bits}).view({self.const(n.dtype.np)})"
+        return f"bf16_to_f32({out})" if n.dtype is dtypes.bfloat16 else out
+
+    def reduce(self, n: UOp, x: str, cdt: np.dtype) -> str:
+        rop, axes = n.arg
+        ops = _contraction_operands(n, self.users)
+        if ops is not None:
+            full = shape_of(n.src[0])
+            spec, squeezes = _einsum_spec(full, [shape_of(o) for o in ops], axes)
+            args = ", ".join(
+                f"np.reshape({self.names[o]}, {_drop(shape_of(o), sq)})" for o, sq in zip(ops, squeezes)
+            )
+            keep = tuple(1 if i in axes else d for i, d in enumerate(full))
+            return f"np.reshape(np.einsum({spec!r}, {args}, optimize=True), {keep})"
+        return f"{_REDUCE[rop]}.reduce({x}, axis={tuple(axes)}, keepdims=True, dtype={self.const(cdt)})"
+
+    def movement(self, n: UOp, x: str) -> str:
+        op, arg = n.op, n.arg
+        if op is Ops.RESHAPE:
+            if n in self.store_targets:
+                return f"view_reshape({x}, {tuple(arg)})"
+            return f"np.reshape({x}, {tuple(arg)})"
+        if op is Ops.PERMUTE:
+            return f"np.transpose({x}, {tuple(arg)})"
+        if op is Ops.EXPAND:
+            return f"np.broadcast_to({x}, {tuple(arg)})"
+        if op is Ops.PAD:
+            return f"np.pad({x}, {tuple(tuple(p) for p in arg)})"
+        if op is Ops.SHRINK:
+            idx = ", ".join(f"{b}:{e}" for b, e in arg)
+            return f"{x}[{idx},]" if arg else x
+        if op is Ops.FLIP:
+            return f"np.flip({x}, {tuple(arg)})" if arg else x
+        raise KernelCompileError(f"unknown movement op {n.short()}")
+
+
+def _drop(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def view_reshape(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Reshape that must return a view (a STORE target); never a silent copy."""
+    out = x.view()
+    try:
+        out.shape = shape
+    except AttributeError:
+        raise KernelCompileError(f"store target of shape {x.shape} cannot be viewed as {shape}") from None
+    return out
+
+
+_GLOBALS = {"np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16, "view_reshape": view_reshape}
+
+
+class CompiledKernel:
+    """A kernel AST compiled for the CPU: ``kernel(buffers, var_vals)`` runs it."""
+
+    def __init__(self, ast: UOp):
+        gen = _Codegen(ast)
+        self.source = gen.run()
+        self.name = getattr(ast.arg, "name", "kernel")
+        scope: dict = dict(_GLOBALS)
+        exec(compile(self.source, f"<tolk kernel {self.name}>", "exec"), scope)  # noqa: S102
+        self._fn = scope["kernel"]
+        self._consts = gen.consts
+        if DEBUG.value >= 4:
+            print(self.source)
+
+    def __call__(self, bufs: list[np.ndarray], var_vals: dict[str, int]) -> None:
+        with np.errstate(all="ignore"):
+            self._fn(bufs, var_vals, self._consts)
+
+
+_compiled: dict[tuple[bytes, str], CompiledKernel] = {}
+_compile_lock = threading.Lock()
+compile_count = [0]
+
+
+def get_kernel(ast: UOp, device: str) -> CompiledKernel:
+    """The compiled form of `ast` for `device`, compiled at most once per process."""
+    k = (ast.key, device)
+    fn = _compiled.get(k)
+    if fn is None:
+        fn = CompiledKernel(ast)
+        with _compile_lock:
+            fn = _compiled.setdefault(k, fn)
+            compile_count[0] += 1
+    return fn

@@ -1,0 +1,258 @@
+"""get_kernel_graph: group a tensor graph into kernels (fusion) and emit the kernel graph.
+
+Takes a tensor-level SINK whose sources are realizations ``AFTER(state, STORE(view, value))``
+("the buffer of `state` after `value` is stored through `view`"); inputs are flat buffer
+states (PARAM, BUFFER, or an earlier AFTER). Gives back the kernel graph of DESIGN.md: a SINK
+of ``AFTER(prev_state, CALL(ast, prev_state, *input_states))`` nodes, where the first
+argument of every kernel is the state it overwrites and the rest are the states it reads.
+
+Fusion rules. A node gets its own buffer (is *realized*, ending a kernel) when it is:
+1. an AFTER (a store into a buffer the program names: an output or an assign);
+2. a CONTIGUOUS (always ends a kernel);
+3. a COPY, or the source of a COPY that is not already a whole buffer;
+4. a REDUCE_AXIS whose result is broadcast again (reaches an EXPAND) in its kernel: the
+   reduction must be finished before any element of the broadcast can be computed;
+5. a REDUCE_AXIS that would otherwise be part of two or more kernels: a reduction is never
+   computed twice;
+6. the value of an assign that reads the buffer being written other than element for element
+   through the written view (e.g. ``x[1:].assign(x[:-1])``): it is computed into a temporary
+   first, so the store cannot corrupt what is still to be read.
+Everything else fuses into the kernels that consume it: elementwise chains and diamonds of
+any length, a reduction with its elementwise inputs and its elementwise epilogue, and
+movement ops (which become numpy views inside the kernel). Elementwise nodes used by several
+kernels are recomputed in each rather than stored.
+"""
+
+from __future__ import annotations
+
+from tolk.dtype import dtypes
+from tolk.errors import ScheduleError
+from tolk.helpers import prod
+from tolk.uop.ops import GroupOp, KernelInfo, Ops, UOp, fresh_internal_buffer_slot
+from tolk.uop.shape import device_of, shape_of
+
+_BASE_STATES = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER})
+_LEAVES = frozenset({Ops.CONST, Ops.DEFINE_VAR, Ops.BIND})
+_ELEMENTWISE = GroupOp.Elementwise
+
+
+def _store_of(after: UOp) -> UOp:
+    stores = [c for c in after.src[1:] if c.op is Ops.STORE]
+    if len(stores) != 1 or len(after.src) != 2:
+        raise ScheduleError(f"a realization must be AFTER(state, STORE(view, value)), got {after.short()}")
+    return stores[0]
+
+
+def _base_buffer(state: UOp) -> UOp:
+    """The storage (BUFFER or PARAM) under a chain of AFTER states."""
+    while state.op is Ops.AFTER:
+        state = state.src[0]
+    return state
+
+
+def _view_chain(view: UOp) -> list[UOp]:
+    """Movement nodes from a store view down to (not including) its base state."""
+    chain = []
+    while view.op in GroupOp.Movement:
+        chain.append(view)
+        view = view.src[0]
+    return chain
+
+
+class _Kernelizer:
+    def __init__(self, sink: UOp):
+        self.sink = sink
+        for s in sink.src:
+            if s.op is not Ops.AFTER:
+                raise ScheduleError(f"tensor SINK sources must be AFTER realizations, got {s.short()}")
+        self.nodes = sink.toposort()
+        self.realized: dict[UOp, None] = {}
+        self.state: dict[UOp, UOp] = {}  # realized node or base state -> kernel-graph state
+
+    # -- deciding what is realized --------------------------------------------------------------
+
+    def kernel_children(self, n: UOp) -> tuple[UOp, ...]:
+        """The compute nodes a realized node's kernel starts from."""
+        if n.op is Ops.AFTER:
+            return (_store_of(n).src[1],)
+        if n.op is Ops.COPY:
+            return ()
+        return n.src
+
+    def is_leaf(self, n: UOp) -> bool:
+        return n.op in _BASE_STATES or n.op in _LEAVES or n.op in (Ops.STORE, Ops.SINK)
+
+    def decide(self) -> None:
+        users: dict[UOp, int] = {}
+        for n in self.nodes:
+            for s in n.src:
+                users[s] = users.get(s, 0) + 1
+        stored = {_store_of(n).src[1] for n in self.nodes if n.op is Ops.AFTER}
+        for n in self.nodes:
+            # a CONTIGUOUS stored straight into a buffer is realized by that store
+            if n.op is Ops.CONTIGUOUS and n in stored and users[n] == 1:
+                continue
+            if n.op in (Ops.AFTER, Ops.CONTIGUOUS, Ops.COPY):
+                self.realized[n] = None
+            if n.op is Ops.COPY and not self.is_whole_buffer(n.src[0]):
+                self.realized[n.src[0]] = None
+        for n in self.nodes:
+            if n.op is Ops.AFTER:
+                self.check_assign_hazard(n)
+        changed = True
+        while changed:
+            changed = self.realize_expanded_reduces() | self.realize_shared_reduces()
+
+    def is_whole_buffer(self, x: UOp) -> bool:
+        while x.op is Ops.RESHAPE:
+            x = x.src[0]
+        return x.op in _BASE_STATES or x in self.realized
+
+    def realize_expanded_reduces(self) -> bool:
+        pending: dict[UOp, frozenset[UOp]] = {}
+        before = len(self.realized)
+        empty: frozenset[UOp] = frozenset()
+        for n in self.nodes:
+            if n in self.realized or self.is_leaf(n):
+                pending[n] = empty
+                continue
+            below = empty.union(*(pending.get(s, empty) for s in n.src)) if n.src else empty
+            if n.op is Ops.EXPAND and below:
+                for r in below:
+                    self.realized[r] = None
+                below = empty
+            elif n.op is Ops.REDUCE_AXIS:
+                below = below | {n}
+            pending[n] = below
+        if len(self.realized) != before:
+            # realizing one reduce changes what its parents see; recompute from scratch
+            self.realize_expanded_reduces()
+            return True
+        return False
+
+    def realize_shared_reduces(self) -> bool:
+        member: dict[UOp, set[UOp]] = {}
+        for n in reversed(self.nodes):
+            if n in self.realized:
+                kernels = {n}
+            elif n in member:
+                kernels = member[n]
+            else:
+                continue
+            for c in (self.kernel_children(n) if n in self.realized else n.src):
+                if c in self.realized or self.is_leaf(c):
+                    continue
+                member.setdefault(c, set()).update(kernels)
+        shared = [n for n in self.nodes if n.op is Ops.REDUCE_AXIS and n not in self.realized
+                  and len(member.get(n, ())) > 1]
+        for n in shared:
+            self.realized[n] = None
+        return bool(shared)
+
+    def check_assign_hazard(self, after: UOp) -> None:
+        """Rule 6: realize an assign's value that reads the target other than elementwise."""
+        state, store = after.src[0], _store_of(after)
+        view, value = store.src
+        target = _base_buffer(state)
+        chain = set(_view_chain(view))
+        for n in self.kernel_nodes(value):
+            for s in n.src:
+                reads_target = s.op in _BASE_STATES and _base_buffer(s) is target
+                on_chain = s in chain
+                if not (reads_target or on_chain):
+                    continue
+                ok = (s is state and n in chain) or (on_chain and (n in chain or (s is view and n.op in _ELEMENTWISE)))
+                if not ok:
+                    self.realized[value] = None
+                    return
+        if value.op in _BASE_STATES and _base_buffer(value) is target and value is not view:
+            self.realized[value] = None
+
+    def kernel_nodes(self, root: UOp) -> list[UOp]:
+        """The nodes computed in the kernel that computes `root` (realized inputs excluded)."""
+        return root.toposort(enter=lambda n: n is root or not (n in self.realized or self.is_leaf(n)))
+
+    # -- emitting kernels -----------------------------------------------------------------------
+
+    def state_of(self, x: UOp) -> UOp:
+        return self.state[x] if x in self.state else x
+
+    def run(self) -> UOp:
+        self.decide()
+        for n in self.nodes:
+            if n in self.realized:
+                self.state[n] = self.emit(n)
+        return UOp.sink(*(self.state[s] for s in self.sink.src))
+
+    def emit(self, n: UOp) -> UOp:
+        if n.op is Ops.AFTER:
+            view, value = _store_of(n).src
+            return self.kernel(self.state_of(n.src[0]), view, n.src[0], value)
+        shape = shape_of(n)
+        buf = UOp(Ops.BUFFER, n.dtype, (), (fresh_internal_buffer_slot(), device_of(n), prod(shape)))
+        if n.op is Ops.COPY:
+            src = n.src[0]
+            while src.op is Ops.RESHAPE and src not in self.realized:
+                src = src.src[0]
+            call = UOp(Ops.CALL, dtypes.void, (UOp(Ops.COPY, n.dtype, (), n.arg), buf, self.state_of(src)))
+            return UOp(Ops.AFTER, n.dtype, (buf, call))
+        view = UOp(Ops.RESHAPE, n.dtype, (buf,), shape)
+        if n.op is Ops.CONTIGUOUS:
+            return self.kernel(buf, view, buf, n.src[0])
+        return self.kernel(buf, view, buf, n, compute_root=True)
+
+    def kernel(self, prev: UOp, view: UOp, view_base: UOp, value: UOp,
+               compute_root: bool = False) -> UOp:
+        """AFTER(prev, CALL(ast, prev, *inputs)): a kernel storing `value` through `view`.
+
+        `compute_root`: `value` is itself realized (by this kernel), so it is computed here
+        rather than loaded."""
+        params: dict[UOp, UOp] = {prev: _param(0, prev)}
+        args: list[UOp] = [prev]
+
+        def load(state: UOp) -> UOp:
+            if state not in params:
+                params[state] = _param(len(args), state)
+                args.append(state)
+            return UOp(Ops.LOAD, state.dtype, (params[state],))
+
+        def enter(x: UOp) -> bool:
+            return (x is value and compute_root) or not (x in self.realized or self.is_leaf(x))
+
+        mapping: dict[UOp, UOp] = {}
+        for n in value.toposort(enter=enter):
+            if n.op in _BASE_STATES and (n is value or n not in self.realized):
+                mapping[n] = load(n if n is value else self.state_of(n))
+            elif n in self.realized and not (n is value and compute_root):
+                mapping[n] = UOp(Ops.RESHAPE, n.dtype, (load(self.state[n]),), shape_of(n))
+            elif n.op is Ops.BIND:
+                mapping[n] = n.src[0]
+            elif n.op is Ops.CONST:
+                mapping[n] = UOp.const(n.dtype, n.arg)  # drop the device marker
+            elif n.op is Ops.CONTIGUOUS:
+                mapping[n] = mapping[n.src[0]]  # realized by the store of this very kernel
+            else:
+                mapping[n] = n.replace(src=tuple(mapping[s] for s in n.src))
+        target = view.substitute({view_base: params[prev]})
+        store = UOp(Ops.STORE, dtypes.void, (target, mapping[value]))
+        ast = UOp(Ops.SINK, dtypes.void, (store,), KernelInfo(_kernel_name(store, shape_of(view))))
+        return UOp(Ops.AFTER, prev.dtype, (prev, UOp(Ops.CALL, dtypes.void, (ast, *args))))
+
+
+def _param(i: int, state: UOp) -> UOp:
+    base = _base_buffer(state)
+    return UOp(Ops.PARAM, base.dtype, (), (i, base.arg[1], base.arg[2]))
+
+
+def _kernel_name(value: UOp, shape: tuple[int, ...]) -> str:
+    reduce_ops = [n.arg[0].name.lower() for n in value.toposort() if n.op is Ops.REDUCE_AXIS][:1]
+    prefix = "r_" + reduce_ops[0] if reduce_ops else "E"
+    return "_".join([prefix, *(str(s) for s in shape)]) if shape else prefix
+
+
+def get_kernel_graph(sink: UOp) -> UOp:
+    """Fuse the tensor graph under `sink` into kernels; see the module docstring for the rules.
+
+    Raises `ScheduleError` when a SINK source is not an ``AFTER(state, STORE(view, value))``.
+    """
+    return _Kernelizer(sink).run()

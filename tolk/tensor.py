@@ -1,0 +1,1073 @@
+"""The lazy Tensor front end: numpy-like ops that build a UOp graph; `realize()` runs it.
+
+Nothing is computed until `realize()`, `numpy()`, `item()` or `tolist()`. Realizing turns
+the outputs' graph into ``CALL(SINK body, *buffers)`` whose body names inputs only through
+PARAMs (so the same computation on other data hits the schedule cache), schedules it with
+`tolk.schedule.create_linear_with_vars`, runs the planned LINEAR and points the tensors at
+their new buffers.
+
+Semantics follow numpy where tinygrad and PyTorch disagree: broadcasting, promotion
+(`tolk.dtype.least_upper_dtype`), floor division and modulo with the sign of the divisor,
+sums of integers accumulate in 64 bits. Python scalars are weakly typed (they take the
+tensor's dtype); Python floats and float results of integer ops use float32
+(``dtypes.default_float``), as tensor libraries do.
+
+Assignment: ``x.assign(v)`` updates x's buffer in place. Views of x (tensors made from x
+by movement ops and slicing only) see the new data; lazy computed tensors that read x before
+the assign keep the old value (they are realized before the write when the assign runs).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tolk.dtype import DType, dtypes, least_upper_dtype, to_dtype
+from tolk.errors import DeviceError, ShapeError
+from tolk.helpers import prod
+from tolk.runtime.device import canonical_device
+from tolk.uop.ops import GroupOp, Ops, UOp
+from tolk.uop.shape import device_of, shape_of
+
+Scalar = int | float | bool
+_VIEW_OPS = GroupOp.Movement
+
+
+def _base_and_chain(u: UOp) -> UOp:
+    """The node under a chain of movement ops."""
+    while u.op in _VIEW_OPS:
+        u = u.src[0]
+    return u
+
+
+def _is_base_state(u: UOp) -> bool:
+    return u.op in (Ops.BUFFER, Ops.AFTER)
+
+
+class IdentityWeakSet:
+    """A set of live objects compared by identity (Tensor's ``==`` builds a tensor)."""
+
+    def __init__(self) -> None:
+        self._refs: dict[int, weakref.ref] = {}
+
+    def add(self, obj: object) -> None:
+        key = id(obj)
+        if key not in self._refs:
+            self._refs[key] = weakref.ref(obj, lambda _, k=key, refs=self._refs: refs.pop(k, None))
+
+    def discard(self, obj: object) -> None:
+        self._refs.pop(id(obj), None)
+
+    def __contains__(self, obj: object) -> bool:
+        r = self._refs.get(id(obj))
+        return r is not None and r() is obj
+
+    def __iter__(self):
+        return iter([o for r in list(self._refs.values()) if (o := r()) is not None])
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+
+# Live tensors that are views of a base state (for assign), and lazy computed tensors (for
+# realizing readers before an assign overwrites what they read).
+_views: dict[UOp, IdentityWeakSet] = {}
+_lazy = IdentityWeakSet()
+
+
+def _norm_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < max(ndim, 1):
+        raise ShapeError(f"axis {axis} is out of range for a tensor of rank {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def _broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    nd = max(len(s) for s in shapes)
+    padded = [(1,) * (nd - len(s)) + tuple(s) for s in shapes]
+    out = []
+    for dims in zip(*padded):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            raise ShapeError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def _scalar_dtype(x: Scalar, other: DType) -> DType:
+    """The dtype a Python scalar takes next to a tensor of dtype `other` (weak typing)."""
+    if isinstance(x, bool):
+        return other
+    if isinstance(x, int):
+        return other if other is not dtypes.bool else dtypes.default_int
+    return other if other.is_float else dtypes.default_float
+
+
+class Tensor:
+    """A lazy n-dimensional array on one device."""
+
+    __slots__ = ("uop", "__weakref__")
+    _seed = [0]
+    _rng_counter = [0]
+
+    def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None):
+        if isinstance(data, UOp):
+            self._set(data)
+            return
+        device = canonical_device(device or "CPU")
+        want = to_dtype(dtype) if dtype is not None else None
+        if isinstance(data, Tensor):
+            t = data.to(device)
+            self._set((t.cast(want) if want else t).uop)
+            return
+        arr = _to_numpy(data, want)
+        d = want or _infer_dtype(arr)
+        self._set(_from_host(arr, d, device))
+
+    def _set(self, u: UOp) -> None:
+        self.uop = u
+        base = _base_and_chain(u)
+        if _is_base_state(base):
+            _views.setdefault(base, IdentityWeakSet()).add(self)
+        else:
+            _lazy.add(self)
+
+    # -- properties ---------------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return shape_of(self.uop)
+
+    @property
+    def dtype(self) -> DType:
+        return self.uop.dtype
+
+    @property
+    def device(self) -> str:
+        return device_of(self.uop) or "CPU"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"<Tensor shape={self.shape} dtype={self.dtype.name} device={self.device}>"
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous")
+        return bool(self.item())
+
+    # -- creation -----------------------------------------------------------------------------
+
+    @staticmethod
+    def full(shape, fill_value: Scalar, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+        shape = _shape_arg(shape)
+        d = to_dtype(dtype) if dtype is not None else _scalar_default_dtype(fill_value)
+        dev = UOp(Ops.DEVICE, dtypes.void, (), canonical_device(device or "CPU"))
+        t = Tensor(UOp(Ops.CONST, d, (dev,), _py_value(fill_value, d)))
+        return t.reshape((1,) * len(shape)).expand(shape) if shape else t
+
+    @staticmethod
+    def zeros(*shape, dtype=None, device=None) -> Tensor:
+        return Tensor.full(_shape_arg(shape), 0, dtype or dtypes.default_float, device)
+
+    @staticmethod
+    def ones(*shape, dtype=None, device=None) -> Tensor:
+        return Tensor.full(_shape_arg(shape), 1, dtype or dtypes.default_float, device)
+
+    def zeros_like(self, dtype=None) -> Tensor:
+        return Tensor.full(self.shape, 0, dtype or self.dtype, self.device)
+
+    def ones_like(self, dtype=None) -> Tensor:
+        return Tensor.full(self.shape, 1, dtype or self.dtype, self.device)
+
+    def full_like(self, fill_value: Scalar, dtype=None) -> Tensor:
+        return Tensor.full(self.shape, fill_value, dtype or self.dtype, self.device)
+
+    @staticmethod
+    def empty(*shape, dtype=None, device=None) -> Tensor:
+        """An uninitialised tensor; its storage is allocated when a schedule first uses it."""
+        shape = _shape_arg(shape)
+        d = to_dtype(dtype or dtypes.default_float)
+        buf = UOp.buffer(d, prod(shape), canonical_device(device or "CPU"))
+        return Tensor(_view_of_buffer(buf, shape))
+
+    @staticmethod
+    def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
+        if stop is None:
+            start, stop = 0, start
+        arr = np.arange(start, stop, step)
+        d = to_dtype(dtype) if dtype else (dtypes.default_float if arr.dtype.kind == "f" else dtypes.default_int)
+        return Tensor(arr, device=device, dtype=d)
+
+    @staticmethod
+    def eye(n: int, m: int | None = None, dtype=None, device=None) -> Tensor:
+        return Tensor(np.eye(n, m), device=device, dtype=dtype or dtypes.default_float)
+
+    @staticmethod
+    def manual_seed(seed: int = 0) -> None:
+        """Seed `rand`/`randn`: the same seed gives the same sequence of tensors."""
+        Tensor._seed[0] = int(seed)
+        Tensor._rng_counter[0] = 0
+
+    @staticmethod
+    def _rng() -> np.random.Generator:
+        Tensor._rng_counter[0] += 1
+        return np.random.default_rng([Tensor._seed[0], Tensor._rng_counter[0]])
+
+    @staticmethod
+    def rand(*shape, dtype=None, device=None) -> Tensor:
+        """Uniform in [0, 1)."""
+        d = to_dtype(dtype or dtypes.default_float)
+        return Tensor(Tensor._rng().random(_shape_arg(shape), dtype=np.float32), device=device, dtype=d)
+
+    @staticmethod
+    def randn(*shape, dtype=None, device=None) -> Tensor:
+        """Standard normal."""
+        d = to_dtype(dtype or dtypes.default_float)
+        return Tensor(Tensor._rng().standard_normal(_shape_arg(shape), dtype=np.float32), device=device, dtype=d)
+
+    @staticmethod
+    def uniform(*shape, low=0.0, high=1.0, dtype=None, device=None) -> Tensor:
+        return Tensor.rand(*shape, dtype=dtype, device=device) * (high - low) + low
+
+    # -- elementwise --------------------------------------------------------------------------
+
+    def _const_like(self, x: Scalar, dtype: DType) -> Tensor:
+        return Tensor(UOp.const(dtype, _py_value(x, dtype)))
+
+    def _operands(self, other: Tensor | Scalar, reverse: bool = False) -> tuple[Tensor, Tensor]:
+        if isinstance(other, Tensor):
+            if other.device != self.device and device_of(other.uop) is not None and device_of(self.uop) is not None:
+                raise DeviceError(f"operands are on different devices: {self.device} and {other.device}")
+            d = least_upper_dtype(self.dtype, other.dtype)
+            a, b = self.cast(d), other.cast(d)
+        elif isinstance(other, (bool, int, float, np.generic)):
+            other = other.item() if isinstance(other, np.generic) else other
+            d = _scalar_dtype(other, self.dtype)
+            a, b = self.cast(d), self._const_like(other, d)
+        else:
+            raise TypeError(f"cannot combine a Tensor with {type(other).__name__}")
+        shape = _broadcast_shape(a.shape, b.shape)
+        a, b = a._broadcast_to(shape), b._broadcast_to(shape)
+        return (b, a) if reverse else (a, b)
+
+    def _broadcast_to(self, shape: tuple[int, ...]) -> Tensor:
+        if self.shape == shape:
+            return self
+        nd = len(shape)
+        x = self.reshape((1,) * (nd - self.ndim) + self.shape) if self.ndim < nd else self
+        return x.expand(shape)
+
+    def _alu(self, op: Ops, *srcs: Tensor, dtype: DType | None = None) -> Tensor:
+        return Tensor(UOp(op, dtype or self.dtype, (self.uop, *(s.uop for s in srcs))))
+
+    def _binop(self, op: Ops, other, reverse: bool = False, out: DType | None = None) -> Tensor:
+        a, b = self._operands(other, reverse)
+        return a._alu(op, b, dtype=out)
+
+    def _float(self) -> Tensor:
+        return self if self.dtype.is_float else self.cast(dtypes.default_float)
+
+    def add(self, x, reverse=False) -> Tensor:
+        return self._binop(Ops.ADD, x, reverse)
+
+    def sub(self, x, reverse=False) -> Tensor:
+        a, b = self._operands(x, reverse)
+        if a.dtype is dtypes.bool:
+            raise TypeError("numpy boolean subtract is not supported; use ^ or logical ops")
+        return a._alu(Ops.SUB, b)
+
+    def mul(self, x, reverse=False) -> Tensor:
+        return self._binop(Ops.MUL, x, reverse)
+
+    def div(self, x, reverse=False) -> Tensor:
+        """True division; integer operands give float32."""
+        a, b = self._operands(x, reverse)
+        return a._float()._alu(Ops.DIV, b._float())
+
+    def floordiv(self, x, reverse=False) -> Tensor:
+        """Floor division (numpy's ``//``: rounds toward negative infinity)."""
+        a, b = self._operands(x, reverse)
+        return a._alu(Ops.IDIV, b)
+
+    def mod(self, x, reverse=False) -> Tensor:
+        """Remainder with the sign of the divisor (numpy's ``%``)."""
+        a, b = self._operands(x, reverse)
+        return a._alu(Ops.MOD, b)
+
+    def pow(self, x, reverse=False) -> Tensor:
+        a, b = self._operands(x, reverse)
+        return a._alu(Ops.POW, b)
+
+    def maximum(self, x) -> Tensor:
+        return self._binop(Ops.MAX, x)
+
+    def minimum(self, x) -> Tensor:
+        return self._binop(Ops.MIN, x)
+
+    def _cmp(self, op: Ops, x, reverse=False) -> Tensor:
+        return self._binop(op, x, reverse, out=dtypes.bool)
+
+    __add__ = add
+    __mul__ = mul
+    __sub__ = sub
+    __truediv__ = div
+    __floordiv__ = floordiv
+    __mod__ = mod
+    __pow__ = pow
+
+    def __radd__(self, x):
+        return self.add(x, True)
+
+    def __rsub__(self, x):
+        return self.sub(x, True)
+
+    def __rmul__(self, x):
+        return self.mul(x, True)
+
+    def __rtruediv__(self, x):
+        return self.div(x, True)
+
+    def __rfloordiv__(self, x):
+        return self.floordiv(x, True)
+
+    def __rmod__(self, x):
+        return self.mod(x, True)
+
+    def __rpow__(self, x):
+        return self.pow(x, True)
+
+    def __neg__(self) -> Tensor:
+        if self.dtype is dtypes.bool:
+            return self.logical_not()
+        return self._alu(Ops.NEG)
+
+    def __lt__(self, x):
+        return self._cmp(Ops.CMPLT, x)
+
+    def __le__(self, x):
+        return self._cmp(Ops.CMPLE, x)
+
+    def __gt__(self, x):
+        return self._cmp(Ops.CMPLT, x, True)
+
+    def __ge__(self, x):
+        return self._cmp(Ops.CMPLE, x, True)
+
+    def __eq__(self, x):  # type: ignore[override]
+        return self._cmp(Ops.CMPEQ, x)
+
+    def __ne__(self, x):  # type: ignore[override]
+        return self._cmp(Ops.CMPNE, x)
+
+    __hash__ = object.__hash__
+
+    def _bitwise(self, op: Ops, x, reverse=False) -> Tensor:
+        a, b = self._operands(x, reverse)
+        if a.dtype.is_float:
+            raise TypeError(f"bitwise {op.name.lower()} needs bool or integer tensors, got {a.dtype.name}")
+        return a._alu(op, b)
+
+    def __and__(self, x):
+        return self._bitwise(Ops.AND, x)
+
+    def __or__(self, x):
+        return self._bitwise(Ops.OR, x)
+
+    def __xor__(self, x):
+        return self._bitwise(Ops.XOR, x)
+
+    def __rand__(self, x):
+        return self._bitwise(Ops.AND, x, True)
+
+    def __ror__(self, x):
+        return self._bitwise(Ops.OR, x, True)
+
+    def __rxor__(self, x):
+        return self._bitwise(Ops.XOR, x, True)
+
+    def __invert__(self) -> Tensor:
+        if self.dtype is dtypes.bool:
+            return self.logical_not()
+        if self.dtype.is_float:
+            raise TypeError(f"~ needs bool or integer tensors, got {self.dtype.name}")
+        return self ^ -1 if not self.dtype.is_unsigned else self ^ int(np.iinfo(self.dtype.np).max)
+
+    def logical_not(self) -> Tensor:
+        return self.cast(dtypes.bool)._alu(Ops.NOT)
+
+    def where(self, x, y) -> Tensor:
+        """``cond.where(x, y)``: x where self is true, else y (numpy broadcasting and promotion)."""
+        if not isinstance(x, Tensor):
+            if not isinstance(y, Tensor):
+                x = Tensor.full((), x, _scalar_default_dtype(x), self.device)
+            else:
+                y, x = y._operands(x)
+        x, y = x._operands(y)
+        shape = _broadcast_shape(self.shape, x.shape)
+        c = self.cast(dtypes.bool)._broadcast_to(shape)
+        return c._alu(Ops.WHERE, x._broadcast_to(shape), y._broadcast_to(shape), dtype=x.dtype)
+
+    def _unary(self, op: Ops) -> Tensor:
+        return self._float()._alu(op)
+
+    def exp(self) -> Tensor:
+        return self._unary(Ops.EXP)
+
+    def log(self) -> Tensor:
+        return self._unary(Ops.LOG)
+
+    def sqrt(self) -> Tensor:
+        return self._unary(Ops.SQRT)
+
+    def rsqrt(self) -> Tensor:
+        return self._unary(Ops.SQRT)._alu(Ops.RECIPROCAL)
+
+    def reciprocal(self) -> Tensor:
+        return self._unary(Ops.RECIPROCAL)
+
+    def sin(self) -> Tensor:
+        return self._unary(Ops.SIN)
+
+    def cos(self) -> Tensor:
+        return self._unary(Ops.COS)
+
+    def tanh(self) -> Tensor:
+        return self._unary(Ops.TANH)
+
+    def exp2(self) -> Tensor:
+        return (self._float() * math.log(2)).exp()
+
+    def log2(self) -> Tensor:
+        return self.log() * (1 / math.log(2))
+
+    def trunc(self) -> Tensor:
+        return self._alu(Ops.TRUNC) if self.dtype.is_float else self
+
+    def floor(self) -> Tensor:
+        return self.floordiv(1) if self.dtype.is_float else self
+
+    def ceil(self) -> Tensor:
+        return -((-self).floordiv(1)) if self.dtype.is_float else self
+
+    def abs(self) -> Tensor:
+        return self if self.dtype is dtypes.bool or self.dtype.is_unsigned else self._alu(Ops.ABS)
+
+    def sign(self) -> Tensor:
+        return self._alu(Ops.SIGN)
+
+    def sigmoid(self) -> Tensor:
+        return (1 + (-self._float()).exp()).reciprocal()
+
+    def relu(self) -> Tensor:
+        return self.maximum(0)
+
+    def gelu(self) -> Tensor:
+        """GELU, tanh approximation."""
+        x = self._float()
+        return 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())
+
+    def silu(self) -> Tensor:
+        return self * self.sigmoid()
+
+    def square(self) -> Tensor:
+        return self * self
+
+    def clip(self, min_=None, max_=None) -> Tensor:
+        if min_ is None and max_ is None:
+            raise ValueError("clip needs at least one of min_ and max_")
+        x = self
+        if min_ is not None:
+            x = x.maximum(min_)
+        if max_ is not None:
+            x = x.minimum(max_)
+        return x
+
+    clamp = clip
+
+    def cast(self, dtype: DType | str) -> Tensor:
+        d = to_dtype(dtype)
+        return self if d is self.dtype else self._alu(Ops.CAST, dtype=d)
+
+    def float(self) -> Tensor:
+        return self.cast(dtypes.float32)
+
+    def half(self) -> Tensor:
+        return self.cast(dtypes.float16)
+
+    def int(self) -> Tensor:
+        return self.cast(dtypes.int32)
+
+    def bool(self) -> Tensor:
+        return self.cast(dtypes.bool)
+
+    def bitcast(self, dtype: DType | str) -> Tensor:
+        """Reinterpret the bits; the item size must not change."""
+        d = to_dtype(dtype)
+        if d.itemsize != self.dtype.itemsize:
+            raise TypeError(f"bitcast from {self.dtype.name} to {d.name} changes the item size")
+        return self if d is self.dtype else self._alu(Ops.BITCAST, dtype=d)
+
+    # -- reductions ---------------------------------------------------------------------------
+
+    def _axes(self, axis) -> tuple[int, ...]:
+        if axis is None:
+            return tuple(range(self.ndim))
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        out = tuple(_norm_axis(a, self.ndim) for a in axes)
+        if len(set(out)) != len(out):
+            raise ShapeError(f"repeated axis in {axis}")
+        return out
+
+    def _reduce(self, op: Ops, axis, keepdim: bool) -> Tensor:
+        axes = self._axes(axis)
+        if op in (Ops.MAX, Ops.MIN) and any(self.shape[a] == 0 for a in axes):
+            raise ShapeError(f"{op.name.lower()} over a zero-size axis of shape {self.shape} has no identity")
+        out_shape = tuple(1 if i in axes else s for i, s in enumerate(self.shape))
+        if axes and self.ndim:
+            r = Tensor(UOp(Ops.REDUCE_AXIS, self.dtype, (self.uop,), (op, axes)))
+        else:
+            r = self
+        if keepdim:
+            return r
+        return r.reshape(tuple(s for i, s in enumerate(out_shape) if i not in axes))
+
+    def _acc_dtype(self) -> DType:
+        if self.dtype is dtypes.bool or (self.dtype.is_int and not self.dtype.is_unsigned):
+            return dtypes.int64
+        return dtypes.uint64 if self.dtype.is_unsigned else self.dtype
+
+    def sum(self, axis=None, keepdim: bool = False, dtype=None) -> Tensor:
+        """Sum; bool and integer tensors accumulate in (u)int64 as numpy does."""
+        return self.cast(dtype or self._acc_dtype())._reduce(Ops.ADD, axis, keepdim)
+
+    def prod(self, axis=None, keepdim: bool = False, dtype=None) -> Tensor:
+        return self.cast(dtype or self._acc_dtype())._reduce(Ops.MUL, axis, keepdim)
+
+    def max(self, axis=None, keepdim: bool = False) -> Tensor:
+        return self._reduce(Ops.MAX, axis, keepdim)
+
+    def min(self, axis=None, keepdim: bool = False) -> Tensor:
+        return self._reduce(Ops.MIN, axis, keepdim)
+
+    def mean(self, axis=None, keepdim: bool = False) -> Tensor:
+        n = prod(self.shape[a] for a in self._axes(axis))
+        x = self._float()
+        return x.sum(axis, keepdim) * (1 / n if n else float("nan"))
+
+    def var(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor:
+        """Variance with `correction` (tinygrad and PyTorch default 1; numpy's ddof=0 is 0)."""
+        n = prod(self.shape[a] for a in self._axes(axis))
+        x = self._float()
+        d = x - x.mean(axis, keepdim=True)
+        div = n - correction
+        return (d * d).sum(axis, keepdim) * (1 / div if div > 0 else float("nan"))
+
+    def std(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor:
+        return self.var(axis, keepdim, correction).sqrt()
+
+    def argmax(self, axis=None, keepdim: bool = False) -> Tensor:
+        """Index of the first maximum (int64, as numpy); axis None flattens."""
+        if axis is None:
+            return self.flatten().argmax(0, keepdim=False) if not keepdim else \
+                self.flatten().argmax(0).reshape((1,) * self.ndim)
+        ax = _norm_axis(axis, self.ndim)
+        n = self.shape[ax]
+        m = self.max(ax, keepdim=True)
+        idx = Tensor.arange(n, dtype=dtypes.int64, device=self.device)
+        idx = idx.reshape(tuple(n if i == ax else 1 for i in range(self.ndim)))
+        cand = (self == m).where(idx, n)
+        return cand.min(ax, keepdim)
+
+    def argmin(self, axis=None, keepdim: bool = False) -> Tensor:
+        x = self if self.dtype is not dtypes.bool else self.cast(dtypes.int8)
+        return (-x if not x.dtype.is_unsigned else (int(np.iinfo(x.dtype.np).max) - x)).argmax(axis, keepdim)
+
+    def softmax(self, axis: int = -1) -> Tensor:
+        x = self._float()
+        e = (x - x.max(axis, keepdim=True)).exp()
+        return e / e.sum(axis, keepdim=True)
+
+    def log_softmax(self, axis: int = -1) -> Tensor:
+        x = self._float()
+        s = x - x.max(axis, keepdim=True)
+        return s - s.exp().sum(axis, keepdim=True).log()
+
+    def layernorm(self, axis=-1, eps: float = 1e-5) -> Tensor:
+        """Normalise over `axis` to zero mean and unit variance (no affine)."""
+        x = self._float()
+        y = x - x.mean(axis, keepdim=True)
+        return y * ((y * y).mean(axis, keepdim=True) + eps).rsqrt()
+
+    # -- movement -----------------------------------------------------------------------------
+
+    def _mov(self, op: Ops, arg) -> Tensor:
+        return Tensor(UOp(op, self.dtype, (self.uop,), arg))
+
+    def reshape(self, *shape) -> Tensor:
+        shape = _shape_arg(shape, allow_neg=True)
+        if sum(1 for s in shape if s == -1) > 1:
+            raise ShapeError(f"reshape can infer only one dimension, got {shape}")
+        if -1 in shape:
+            known = prod(s for s in shape if s != -1)
+            if known == 0 or self.numel() % known:
+                raise ShapeError(f"cannot reshape {self.shape} into {shape}")
+            shape = tuple(self.numel() // known if s == -1 else s for s in shape)
+        if prod(shape) != self.numel():
+            raise ShapeError(f"cannot reshape {self.shape} ({self.numel()} elements) into {shape}")
+        return self if shape == self.shape else self._mov(Ops.RESHAPE, shape)
+
+    view = reshape
+
+    def permute(self, *order) -> Tensor:
+        order = tuple(_norm_axis(a, self.ndim) for a in _shape_arg(order, allow_neg=True))
+        if sorted(order) != list(range(self.ndim)):
+            raise ShapeError(f"permute order {order} is not a permutation of {self.ndim} axes")
+        return self if order == tuple(range(self.ndim)) else self._mov(Ops.PERMUTE, order)
+
+    def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
+        order = list(range(self.ndim))
+        a, b = _norm_axis(dim0, self.ndim), _norm_axis(dim1, self.ndim)
+        order[a], order[b] = order[b], order[a]
+        return self.permute(order)
+
+    @property
+    def T(self) -> Tensor:
+        return self.permute(tuple(reversed(range(self.ndim))))
+
+    def expand(self, *shape) -> Tensor:
+        shape = _shape_arg(shape, allow_neg=True)
+        if len(shape) < self.ndim:
+            raise ShapeError(f"cannot expand {self.shape} to fewer dimensions {shape}")
+        x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape) if len(shape) > self.ndim else self
+        new = tuple(o if s == -1 else s for s, o in zip(shape, x.shape))
+        for o, s in zip(x.shape, new):
+            if o != s and o != 1:
+                raise ShapeError(f"cannot expand {self.shape} to {shape}")
+        return x if new == x.shape else x._mov(Ops.EXPAND, new)
+
+    def pad(self, padding, value: Scalar = 0) -> Tensor:
+        """Pad with `value`: ``padding`` is ``((before, after), ...)`` per axis (None = no pad),
+        or a flat tuple of ints in PyTorch order (last axis first)."""
+        pads = _pad_arg(padding, self.ndim)
+        if any(b < 0 or a < 0 for b, a in pads):
+            x = self.shrink(tuple((max(0, -b), s - max(0, -a)) for (b, a), s in zip(pads, self.shape)))
+            return x.pad(tuple((max(0, b), max(0, a)) for b, a in pads), value)
+        if all(b == 0 and a == 0 for b, a in pads):
+            return self
+        out = self._mov(Ops.PAD, pads)
+        if value == 0:
+            return out
+        inside = Tensor.ones(self.shape, dtype=dtypes.bool, device=self.device)._mov(Ops.PAD, pads)
+        return inside.where(out, value)
+
+    def shrink(self, arg) -> Tensor:
+        if len(arg) != self.ndim:
+            raise ShapeError(f"shrink needs {self.ndim} (start, end) pairs, got {len(arg)}")
+        bounds = tuple((0, s) if a is None else (int(a[0]), int(a[1])) for a, s in zip(arg, self.shape))
+        for (b, e), s in zip(bounds, self.shape):
+            if not 0 <= b <= e <= s:
+                raise ShapeError(f"shrink {arg} is out of bounds for shape {self.shape}")
+        if all(b == 0 and e == s for (b, e), s in zip(bounds, self.shape)):
+            return self
+        return self._mov(Ops.SHRINK, bounds)
+
+    def flip(self, axis) -> Tensor:
+        axes = self._axes(axis)
+        axes = tuple(sorted(a for a in axes if self.shape[a] > 1))
+        return self._mov(Ops.FLIP, axes) if axes else self
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        if self.ndim == 0:
+            return self.reshape(1)
+        s, e = _norm_axis(start_dim, self.ndim), _norm_axis(end_dim, self.ndim)
+        return self.reshape(self.shape[:s] + (prod(self.shape[s : e + 1]),) + self.shape[e + 1 :])
+
+    def squeeze(self, dim=None) -> Tensor:
+        if dim is None:
+            return self.reshape(tuple(s for s in self.shape if s != 1))
+        if self.ndim == 0:
+            return self
+        d = _norm_axis(dim, self.ndim)
+        if self.shape[d] != 1:
+            return self
+        return self.reshape(self.shape[:d] + self.shape[d + 1 :])
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        d = _norm_axis(dim, self.ndim + 1)
+        return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+
+    def _slice_step(self, axis: int, start: int, stop: int, step: int) -> Tensor:
+        """Elements start, start+step, ... < stop along `axis` (step > 0, 0 <= start <= stop)."""
+        n = max(0, -(-(stop - start) // step))
+        x = self.shrink(tuple((start, start + min(n * step, self.shape[axis] - start)) if i == axis else None
+                              for i in range(self.ndim)))
+        if step == 1 or n == 0:
+            return x.shrink(tuple((0, n) if i == axis else None for i in range(self.ndim)))
+        x = x.pad(tuple((0, n * step - x.shape[axis]) if i == axis else None for i in range(self.ndim)))
+        shp = x.shape
+        x = x.reshape(shp[:axis] + (n, step) + shp[axis + 1 :])
+        x = x.shrink(tuple((0, 1) if i == axis + 1 else None for i in range(x.ndim)))
+        return x.reshape(shp[:axis] + (n,) + shp[axis + 1 :])
+
+    def __getitem__(self, idx) -> Tensor:
+        """Basic numpy indexing: ints, slices (any step), None and Ellipsis."""
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        if sum(1 for i in idx if i is Ellipsis) > 1:
+            raise IndexError("an index can only have a single ellipsis")
+        n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
+        if n_real > self.ndim:
+            raise IndexError(f"too many indices for a tensor of rank {self.ndim}: {idx}")
+        if Ellipsis in idx:
+            k = idx.index(Ellipsis)
+            idx = idx[:k] + (slice(None),) * (self.ndim - n_real) + idx[k + 1 :]
+        else:
+            idx = idx + (slice(None),) * (self.ndim - n_real)
+        x, axis, out_shape = self, 0, []
+        for i in idx:
+            if i is None:
+                out_shape.append(1)
+                continue
+            if isinstance(i, (bool, np.bool_)):
+                raise IndexError("boolean indices are not supported")
+            if isinstance(i, (int, np.integer)):
+                size = x.shape[axis]
+                j = int(i) + size if i < 0 else int(i)
+                if not 0 <= j < size:
+                    raise IndexError(f"index {i} is out of bounds for axis {axis} with size {size}")
+                x = x.shrink(tuple((j, j + 1) if a == axis else None for a in range(x.ndim)))
+            elif isinstance(i, slice):
+                start, stop, step = i.indices(x.shape[axis])
+                if step < 0:
+                    n = len(range(start, stop, step))
+                    x = x.flip(axis)
+                    size = x.shape[axis]
+                    start = size - 1 - start
+                    x = x._slice_step(axis, start, start + n * (-step), -step) if n else \
+                        x.shrink(tuple((0, 0) if a == axis else None for a in range(x.ndim)))
+                else:
+                    x = x._slice_step(axis, start, max(start, stop), step)
+                out_shape.append(x.shape[axis])
+            else:
+                raise IndexError(f"unsupported index {i!r}: use ints, slices, None or ...")
+            axis += 1
+        return x.reshape(tuple(out_shape))
+
+    def __setitem__(self, idx, value) -> None:
+        """``x[idx] = value``: an assign into the view ``x[idx]``."""
+        self[idx].assign(value)
+
+    def cat(self, *others: Tensor, dim: int = 0) -> Tensor:
+        ts = (self, *others)
+        d = _norm_axis(dim, self.ndim)
+        for t in ts:
+            if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != d):
+                raise ShapeError(f"cat along axis {d} needs equal other dims, got {[t.shape for t in ts]}")
+        dt = least_upper_dtype(*(t.dtype for t in ts))
+        total = sum(t.shape[d] for t in ts)
+        out, off = None, 0
+        for t in ts:
+            p = t.cast(dt).pad(tuple((off, total - off - t.shape[d]) if i == d else None for i in range(self.ndim)))
+            out = p if out is None else out + p
+            off += t.shape[d]
+        return out
+
+    @staticmethod
+    def stack(*ts: Tensor, dim: int = 0) -> Tensor:
+        if len(ts) == 1 and isinstance(ts[0], (list, tuple)):
+            ts = tuple(ts[0])
+        if not ts:
+            raise ValueError("stack needs at least one tensor")
+        d = _norm_axis(dim, ts[0].ndim + 1)
+        return ts[0].unsqueeze(d).cat(*(t.unsqueeze(d) for t in ts[1:]), dim=d)
+
+    def repeat(self, *repeats) -> Tensor:
+        """Tile the tensor (``np.tile`` / ``torch.Tensor.repeat``)."""
+        reps = _shape_arg(repeats)
+        if len(reps) < self.ndim:
+            raise ShapeError(f"repeat needs at least {self.ndim} repeats, got {reps}")
+        x = self.reshape((1,) * (len(reps) - self.ndim) + self.shape)
+        base = x.shape
+        x = x.reshape(tuple(v for s in base for v in (1, s)))
+        x = x.expand(tuple(v for r, s in zip(reps, base) for v in (r, s)))
+        return x.reshape(tuple(r * s for r, s in zip(reps, base)))
+
+    # -- linear algebra and nn ------------------------------------------------------------------
+
+    def dot(self, w: Tensor) -> Tensor:
+        return self.matmul(w)
+
+    def matmul(self, w: Tensor) -> Tensor:
+        """numpy matmul semantics: 1-D operands are promoted and squeezed; batches broadcast."""
+        if self.ndim == 0 or w.ndim == 0:
+            raise ShapeError(f"matmul needs at least 1-D operands, got {self.shape} and {w.shape}")
+        x = self.unsqueeze(0) if self.ndim == 1 else self
+        y = w.unsqueeze(-1) if w.ndim == 1 else w
+        if x.shape[-1] != y.shape[-2]:
+            raise ShapeError(f"matmul shapes {self.shape} and {w.shape} do not align: "
+                             f"{x.shape[-1]} != {y.shape[-2]}")
+        x = x.reshape(x.shape[:-1] + (1,) + x.shape[-1:])
+        y = y.transpose(-1, -2)
+        y = y.reshape(y.shape[:-2] + (1,) + y.shape[-2:])
+        out = (x * y).sum(-1)
+        if out.dtype is not least_upper_dtype(self.dtype, w.dtype) and not out.dtype.is_float:
+            out = out.cast(least_upper_dtype(self.dtype, w.dtype))
+        if self.ndim == 1:
+            out = out.squeeze(-2)
+        if w.ndim == 1:
+            out = out.squeeze(-1)
+        return out
+
+    __matmul__ = matmul
+
+    def __rmatmul__(self, x: Tensor) -> Tensor:
+        return x.matmul(self)
+
+    def linear(self, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+        x = self * weight if weight.ndim == 1 else self @ weight
+        return x + bias if bias is not None else x
+
+    def embedding(self, weight: Tensor) -> Tensor:
+        """``idx.embedding(weight)``: rows of `weight` (vocab, dim) picked by integer `self`."""
+        if self.dtype.is_float:
+            raise TypeError(f"embedding indices must be integers, got {self.dtype.name}")
+        vocab = weight.shape[0]
+        onehot = self.unsqueeze(-1) == Tensor.arange(vocab, device=self.device)
+        return onehot.cast(weight.dtype) @ weight
+
+    def _pool(self, k: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...]) -> Tensor:
+        """Sliding windows over the last len(k) axes: (..., *out, *k)."""
+        nk = len(k)
+        lead, spatial = self.shape[:-nk], self.shape[-nk:]
+        outs = tuple((s - d * (kk - 1) - 1) // st + 1 for s, kk, st, d in zip(spatial, k, stride, dilation))
+        if any(o <= 0 for o in outs):
+            raise ShapeError(f"window {k} with dilation {dilation} does not fit input {spatial}")
+        x = self
+        windows = []
+        for offs in np.ndindex(*k):
+            sl = tuple(slice(o * d, o * d + (n - 1) * st + 1, st)
+                       for o, d, n, st in zip(offs, dilation, outs, stride))
+            windows.append(x[(Ellipsis, *sl)])
+        w = Tensor.stack(*windows, dim=-1)
+        return w.reshape(lead + outs + k)
+
+    def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1,
+               dilation=1, padding=0) -> Tensor:
+        """2-D convolution (cross-correlation), NCHW input and (Cout, Cin/groups, KH, KW) weight."""
+        if self.ndim != 4 or weight.ndim != 4:
+            raise ShapeError(f"conv2d needs 4-D input and weight, got {self.shape} and {weight.shape}")
+        n, cin, _, _ = self.shape
+        cout, cin_g, kh, kw = weight.shape
+        if cin != cin_g * groups or cout % groups:
+            raise ShapeError(f"conv2d: input channels {cin} != {cin_g}*groups({groups}) or "
+                             f"output channels {cout} not divisible by groups")
+        st, dl = _pair(stride), _pair(dilation)
+        pads = _conv_padding(padding)
+        x = self.pad(((0, 0), (0, 0), pads[0], pads[1]))
+        win = x._pool((kh, kw), st, dl)  # n, cin, oh, ow, kh, kw
+        oh, ow = win.shape[2:4]
+        win = win.reshape(n, groups, 1, cin_g, oh, ow, kh, kw)
+        wt = weight.reshape(1, groups, cout // groups, cin_g, 1, 1, kh, kw)
+        out = (win * wt).sum((3, 6, 7)).reshape(n, cout, oh, ow)
+        return out + bias.reshape(1, cout, 1, 1) if bias is not None else out
+
+    def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0) -> Tensor:
+        k = _pair(kernel_size)
+        pads = _conv_padding(padding)
+        x = self
+        if any(p for pp in pads for p in pp):
+            lowest = -math.inf if x.dtype.is_float else int(np.iinfo(x.dtype.np).min)
+            x = x.pad(((0, 0),) * (x.ndim - 2) + tuple(pads), value=lowest)
+        win = x._pool(k, _pair(stride) if stride is not None else k, _pair(dilation))
+        return win.max((-2, -1))
+
+    def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0) -> Tensor:
+        k = _pair(kernel_size)
+        pads = _conv_padding(padding)
+        x = self.pad(((0, 0),) * (self.ndim - 2) + tuple(pads)) if any(p for pp in pads for p in pp) else self
+        win = x._pool(k, _pair(stride) if stride is not None else k, _pair(dilation))
+        return win.mean((-2, -1))
+
+    # -- realization --------------------------------------------------------------------------
+
+    def contiguous(self) -> Tensor:
+        """A tensor whose value is computed into its own buffer (always ends a kernel)."""
+        return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+
+    def to(self, device: str) -> Tensor:
+        dev = canonical_device(device)
+        if dev == self.device:
+            return self
+        return Tensor(UOp(Ops.COPY, self.dtype, (self.uop,), dev))
+
+    def assign(self, x: Tensor | Scalar) -> Tensor:
+        """Store `x` into this tensor's buffer in place; views of it see the new data."""
+        from tolk.callify import assign
+
+        return assign(self, x)
+
+    def realize(self, *others: Tensor) -> Tensor:
+        """Compute this tensor (and `others`) now, in one schedule."""
+        from tolk.callify import realize
+
+        realize((self, *others))
+        return self
+
+    def schedule_linear(self, *others: Tensor):
+        """The planned LINEAR that `realize` would run, without allocating or running anything."""
+        return self.linear_with_vars(*others)[0]
+
+    def linear_with_vars(self, *others: Tensor):
+        """``(planned LINEAR, var_vals)`` that `realize` would run; nothing runs."""
+        from tolk.callify import realize
+
+        return realize((self, *others), run=False)
+
+    def numpy(self) -> np.ndarray:
+        """The values as a new numpy array (bfloat16 comes back as float32)."""
+        from tolk.callify import to_numpy
+
+        return to_numpy(self)
+
+    def item(self) -> Scalar:
+        if self.numel() != 1:
+            raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
+        return self.numpy().reshape(()).item()
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def shard(self, devices: Sequence[str], axis: int = 0):
+        """Split along `axis` across `devices` (see `tolk.multi.MultiTensor`)."""
+        from tolk.multi import MultiTensor
+
+        return MultiTensor.from_tensor(self, devices, axis)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _shape_arg(shape, allow_neg: bool = False) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    out = []
+    for s in shape:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"shape entries must be ints, got {s!r} in {tuple(shape)}")
+        if s < 0 and not (allow_neg and s == -1):
+            raise ShapeError(f"negative dimension {s} in shape {tuple(shape)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _pad_arg(padding, ndim: int) -> tuple[tuple[int, int], ...]:
+    padding = tuple(padding)
+    if padding and all(isinstance(p, (int, np.integer)) for p in padding):
+        if len(padding) % 2 or len(padding) // 2 > ndim:
+            raise ShapeError(f"flat padding {padding} needs pairs for at most {ndim} axes")
+        pairs = [(int(padding[i]), int(padding[i + 1])) for i in range(0, len(padding), 2)]
+        return tuple([(0, 0)] * (ndim - len(pairs)) + pairs[::-1])
+    if len(padding) != ndim:
+        raise ShapeError(f"pad needs {ndim} (before, after) pairs, got {len(padding)}")
+    return tuple((0, 0) if p is None else (int(p[0]), int(p[1])) for p in padding)
+
+
+def _pair(x) -> tuple[int, int]:
+    return (int(x), int(x)) if isinstance(x, (int, np.integer)) else tuple(int(v) for v in x)
+
+
+def _conv_padding(padding) -> tuple[tuple[int, int], tuple[int, int]]:
+    if isinstance(padding, (int, np.integer)):
+        return ((int(padding),) * 2,) * 2
+    p = tuple(padding)
+    if len(p) == 2:
+        return ((int(p[0]),) * 2, (int(p[1]),) * 2)
+    if len(p) == 4:  # PyTorch order: left, right, top, bottom
+        return ((int(p[2]), int(p[3])), (int(p[0]), int(p[1])))
+    raise ShapeError(f"conv padding must be an int, 2 or 4 ints, got {padding}")
+
+
+def _py_value(x: Scalar, d: DType) -> Scalar:
+    """`x` as a Python value of dtype `d`; an int that `d` cannot hold is an error (numpy 2)."""
+    if d is dtypes.bool:
+        return bool(x)
+    if d.is_int:
+        if isinstance(x, float):
+            if not math.isfinite(x):
+                raise ValueError(f"cannot represent {x} as {d.name}")
+            x = int(x)
+        info = np.iinfo(d.np)
+        if not info.min <= int(x) <= info.max:
+            raise ValueError(f"Python integer {x} is out of bounds for {d.name}")
+        return int(x)
+    return float(x)
+
+
+def _scalar_default_dtype(x: Scalar) -> DType:
+    if isinstance(x, (bool, np.bool_)):
+        return dtypes.bool
+    if isinstance(x, (int, np.integer)):
+        return dtypes.default_int if isinstance(x, int) else to_dtype(np.asarray(x).dtype)
+    return dtypes.default_float if isinstance(x, float) else to_dtype(np.asarray(x).dtype)
+
+
+def _infer_dtype(arr: np.ndarray) -> DType:
+    return to_dtype(arr.dtype)
+
+
+def _to_numpy(data: Any, want: DType | None) -> np.ndarray:
+    if isinstance(data, np.ndarray):
+        arr = data
+    elif isinstance(data, (bool, int, float, np.generic)) or isinstance(data, (list, tuple)):
+        arr = np.asarray(data)
+        if arr.dtype == object:
+            raise TypeError(f"cannot make a tensor from ragged or mixed data {data!r}"[:200])
+        if want is None and not isinstance(data, np.generic):
+            # Python floats become float32, Python ints int32 (tensor-library defaults)
+            if arr.dtype.kind == "f":
+                arr = arr.astype(np.float32)
+            elif arr.dtype.kind in "iu":
+                if arr.size and (arr.max() > np.iinfo(np.int32).max or arr.min() < np.iinfo(np.int32).min):
+                    arr = arr.astype(np.int64)
+                else:
+                    arr = arr.astype(np.int32)
+    else:
+        raise TypeError(f"cannot make a tensor from {type(data).__name__}")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"unsupported numpy dtype {arr.dtype} for a tensor")
+    return arr
+
+
+def _view_of_buffer(buf: UOp, shape: tuple[int, ...]) -> UOp:
+    return buf if shape == (buf.size,) else UOp(Ops.RESHAPE, buf.dtype, (buf,), shape)
+
+
+def _from_host(arr: np.ndarray, d: DType, device: str) -> UOp:
+    from tolk.dtype import f32_to_bf16
+    from tolk.runtime.device import set_storage
+
+    if d is dtypes.bfloat16:
+        data = f32_to_bf16(np.asarray(arr, dtype=np.float32))
+    else:
+        data = np.ascontiguousarray(arr, dtype=d.np)
+    buf = UOp.buffer(d, int(arr.size), device)
+    set_storage(buf, data)
+    return _view_of_buffer(buf, tuple(int(s) for s in arr.shape))
+
+
+__all__ = ["Tensor"]

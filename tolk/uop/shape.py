@@ -1,0 +1,81 @@
+"""Shapes and devices of tensor-graph nodes, inferred bottom-up and cached on each node.
+
+Conventions of the tensor graph:
+- BUFFER and PARAM are flat: shape ``(size,)``; tensors view them through movement ops.
+- CONST, DEFINE_VAR and BIND are scalars: shape ``()``.
+- ALU sources have equal shapes (the front end broadcasts explicitly with RESHAPE/EXPAND).
+- REDUCE_AXIS ``arg=(op, axes)`` keeps reduced axes as size 1.
+- AFTER has the shape of its state ``src[0]``; STORE, SINK and CALL have none (``()``).
+Devices: BUFFER/PARAM carry one; COPY moves to its arg; other nodes take their first
+source's device (constants and variables have none and adopt their neighbours').
+"""
+
+from __future__ import annotations
+
+from tolk.helpers import prod
+from tolk.uop.ops import GroupOp, Ops, UOp
+
+Shape = tuple[int, ...]
+_NO_SHAPE = frozenset({Ops.STORE, Ops.SINK, Ops.CALL, Ops.LINEAR, Ops.END, Ops.NOOP, Ops.DEVICE})
+
+
+def _infer(u: UOp) -> Shape:
+    op, arg = u.op, u.arg
+    if op in (Ops.BUFFER, Ops.PARAM):
+        return (arg[2],)
+    if op is Ops.SLICE:
+        return (arg[1] // u.dtype.itemsize,)
+    if op in (Ops.CONST, Ops.DEFINE_VAR, Ops.BIND) or op in _NO_SHAPE:
+        return ()
+    if op is Ops.RESHAPE or op is Ops.EXPAND:
+        return tuple(arg)
+    src = shape_of(u.src[0])
+    if op is Ops.PERMUTE:
+        return tuple(src[i] for i in arg)
+    if op is Ops.PAD:
+        return tuple(s + b + a for s, (b, a) in zip(src, arg))
+    if op is Ops.SHRINK:
+        return tuple(e - b for b, e in arg)
+    if op is Ops.REDUCE_AXIS:
+        axes = arg[1]
+        return tuple(1 if i in axes else s for i, s in enumerate(src))
+    return src
+
+
+def shape_of(u: UOp) -> Shape:
+    """The shape of a tensor-graph node (cached; computed without recursion)."""
+    cache = u._cache
+    if cache is not None and "shape" in cache:
+        return cache["shape"]
+    for n in u.toposort(enter=lambda n: n._cache is None or "shape" not in n._cache):
+        if n._cache is None:
+            n._cache = {}
+        if "shape" not in n._cache:
+            n._cache["shape"] = _infer(n)
+    return u._cache["shape"]
+
+
+def numel(u: UOp) -> int:
+    return prod(shape_of(u))
+
+
+def device_of(u: UOp) -> str | None:
+    """The device a tensor-graph node lives on; None for sourceless scalars."""
+    cache = u._cache
+    if cache is not None and "device" in cache:
+        return cache["device"]
+    for n in u.toposort(enter=lambda n: n._cache is None or "device" not in n._cache):
+        if n._cache is None:
+            n._cache = {}
+        if "device" in n._cache:
+            continue
+        if n.op in GroupOp.Buffer:
+            dev = n.arg[1]
+        elif n.op is Ops.COPY or n.op is Ops.DEVICE:
+            dev = n.arg
+        elif n.op is Ops.SLICE:
+            dev = n.src[0].arg[1]
+        else:
+            dev = next((d for s in n.src if (d := s._cache["device"]) is not None), None)
+        n._cache["device"] = dev
+    return u._cache["device"]
