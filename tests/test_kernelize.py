@@ -1,0 +1,180 @@
+"""Fusion rules, asserted through schedule_linear(); values checked against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tolk.helpers import Context
+from tolk.schedule import schedule_cache_clear, schedule_cache_info
+from tolk.schedule.kernelize import get_kernel_graph
+from tolk.tensor import Tensor
+from tolk.uop import Ops, UOp
+
+
+def kernels(*ts: Tensor) -> int:
+    return len(ts[0].schedule_linear(*ts[1:]).src)
+
+
+def rnd(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def test_elementwise_chain_of_any_length_is_one_kernel():
+    x = Tensor(rnd(4, 8))
+    y = x
+    for i in range(50):
+        y = (y * 1.01 + i).relu() if i % 2 else (y - 0.5).abs()
+    assert kernels(y) == 1
+
+
+def test_diamond_fuses_into_one_kernel():
+    x = Tensor(rnd(4, 8))
+    assert kernels((x + 1) + (x + 2)) == 1
+
+
+def test_reduction_with_elementwise_input_and_epilogue_is_one_kernel():
+    x = Tensor(rnd(4, 8))
+    assert kernels(((x * 2).exp().sum(1) + 1).sqrt()) == 1
+
+
+def test_softmax_is_at_most_three_kernels():
+    x = Tensor(rnd(4, 8))
+    assert kernels(x.softmax(-1)) <= 3
+
+
+def test_layernorm_is_at_most_three_kernels():
+    x = Tensor(rnd(4, 8))
+    assert kernels(x.layernorm(-1)) <= 3
+
+
+def test_relu_of_matmul_plus_bias_is_one_kernel():
+    x, w, b = Tensor(rnd(4, 8)), Tensor(rnd(8, 3)), Tensor(rnd(3))
+    y = (x @ w + b).relu()
+    assert kernels(y) == 1
+    np.testing.assert_allclose(y.numpy(), np.maximum(rnd(4, 8) @ rnd(8, 3) + rnd(3), 0), rtol=1e-5)
+
+
+def test_contiguous_always_ends_a_kernel():
+    x = Tensor(rnd(4, 8))
+    assert kernels(((x + 1).contiguous() * 2)) == 2
+
+
+def test_a_reduction_used_by_two_outputs_is_computed_once():
+    x = Tensor(rnd(4, 8))
+    m = x.max(1)
+    lin = (m + 1).schedule_linear(m * 2)
+    reduces = [c for c in lin.src if any(n.op is Ops.REDUCE_AXIS for n in c.src[0].toposort())]
+    assert len(reduces) == 1
+
+
+def test_matmul_of_matmul_realizes_the_inner_product():
+    a, b, c = Tensor(rnd(4, 5)), Tensor(rnd(5, 6)), Tensor(rnd(6, 2))
+    y = (a @ b) @ c
+    assert kernels(y) == 2
+    np.testing.assert_allclose(y.numpy(), rnd(4, 5) @ rnd(5, 6) @ rnd(6, 2), rtol=1e-4)
+
+
+def test_assign_writes_in_place_with_no_extra_kernel():
+    x = Tensor(rnd(4, 4)).contiguous().realize()
+    buf = x.uop.src[0]
+    x.assign(x * 2 + 1)
+    lin = x.schedule_linear()
+    assert len(lin.src) == 1 and lin.src[0].src[1] is buf
+    x.realize()
+    np.testing.assert_allclose(x.numpy(), rnd(4, 4) * 2 + 1, rtol=1e-6)
+
+
+def test_assign_reading_its_target_through_a_shifted_view_uses_a_temporary():
+    data = np.arange(8, dtype=np.float32)
+    x = Tensor(data)
+    x[1:] = x[:-1]
+    assert kernels(x) == 2
+    expected = data.copy()
+    expected[1:] = data[:-1]
+    np.testing.assert_array_equal(x.numpy(), expected)
+
+
+def test_assign_of_a_transpose_into_itself_uses_a_temporary():
+    data = rnd(3, 3)
+    x = Tensor(data)
+    x.assign(x.T)
+    np.testing.assert_array_equal(x.numpy(), data.T)
+
+
+def test_views_of_an_assigned_tensor_see_the_new_data():
+    x = Tensor(np.zeros(6, np.float32))
+    v = x[2:5]
+    x.assign(Tensor(np.arange(6, dtype=np.float32)))
+    np.testing.assert_array_equal(v.numpy(), [2, 3, 4])
+
+
+def test_lazy_reads_before_an_assign_keep_the_old_value():
+    x = Tensor(np.ones(4, np.float32))
+    before = x * 10
+    x.assign(x + 1)
+    after = x * 10
+    np.testing.assert_array_equal(after.numpy(), [20] * 4)
+    np.testing.assert_array_equal(before.numpy(), [10] * 4)
+
+
+def test_scheduling_allocates_and_runs_nothing():
+    from tolk.engine.realize import kernel_runs
+    from tolk.runtime.device import has_storage
+
+    x = Tensor(rnd(4, 4))
+    y = Tensor.empty(4, 4)
+    before = kernel_runs[0]
+    lin = (x + y).schedule_linear()
+    assert kernel_runs[0] == before and len(lin.src) == 1
+    assert not has_storage(y.uop.src[0])
+
+
+def test_second_realize_of_the_same_program_hits_the_cache_with_new_data():
+    schedule_cache_clear()
+    outs = []
+    for seed in (1, 2):
+        x = Tensor(rnd(4, 8, seed=seed))
+        outs.append((x.softmax(-1) * 3).numpy())
+    info = schedule_cache_info()
+    assert info.hits >= 1
+    for seed, out in zip((1, 2), outs):
+        e = np.exp(rnd(4, 8, seed=seed) - rnd(4, 8, seed=seed).max(-1, keepdims=True))
+        np.testing.assert_allclose(out, e / e.sum(-1, keepdims=True) * 3, rtol=1e-5)
+
+
+@pytest.mark.parametrize("flags", [{"NO_MEMORY_PLANNER": 1}, {"SCACHE": 0}, {}])
+def test_results_do_not_depend_on_planner_or_cache(flags):
+    with Context(**flags):
+        x = Tensor(rnd(6, 5))
+        y = ((x @ x.T).softmax(-1) + x.sum(1).reshape(6, 1)).layernorm()
+        got = y.numpy()
+    a = rnd(6, 5)
+    s = a @ a.T
+    e = np.exp(s - s.max(-1, keepdims=True))
+    z = e / e.sum(-1, keepdims=True) + a.sum(1).reshape(6, 1)
+    z = (z - z.mean(-1, keepdims=True)) / np.sqrt(z.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(got, z, rtol=1e-4, atol=1e-5)
+
+
+def test_kernelize_rejects_a_sink_of_plain_values():
+    from tolk.errors import ScheduleError
+
+    with pytest.raises(ScheduleError, match="AFTER"):
+        get_kernel_graph(UOp.sink(UOp.const(Tensor([1.0]).dtype, 1.0)))
+
+
+def test_deep_elementwise_graph_schedules_without_recursion():
+    import sys
+
+    limit = sys.getrecursionlimit()
+    x = Tensor(rnd(3))
+    y = x
+    for _ in range(20_000):
+        y = y + 1
+    sys.setrecursionlimit(1000)
+    try:
+        assert kernels(y) == 1
+        np.testing.assert_allclose(y.numpy(), rnd(3) + 20_000, rtol=1e-5)
+    finally:
+        sys.setrecursionlimit(limit)

@@ -1,0 +1,166 @@
+"""Tensors split across devices: `Tensor.shard(devices, axis)` gives a `MultiTensor`.
+
+A MultiTensor is one logical tensor held as per-device shards along `axis` (each device's
+part is an ordinary Tensor, so each device gets its own kernels and its own arena in the
+planned schedule). Elementwise ops and reductions that keep the sharded axis run shard by
+shard; a reduction over the sharded axis reduces each shard on its device, then copies the
+partial results to the first device and combines them there. ``x @ w`` with x sharded on a
+non-contracted axis copies w to every device. ``to(device)`` and ``numpy()`` gather.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from tolk.errors import DeviceError, ShapeError
+from tolk.runtime.device import canonical_device
+from tolk.tensor import Tensor, _norm_axis
+
+
+class MultiTensor:
+    """One logical tensor as shards on several devices. Invariant: shards are split along
+    `axis`, in device order, and concatenate to the logical tensor."""
+
+    def __init__(self, shards: Sequence[Tensor], axis: int):
+        self.shards = tuple(shards)
+        self.axis = axis
+
+    @staticmethod
+    def from_tensor(t: Tensor, devices: Sequence[str], axis: int = 0) -> MultiTensor:
+        devs = [canonical_device(d) for d in devices]
+        if not devs:
+            raise DeviceError("shard needs at least one device")
+        if len(set(devs)) != len(devs):
+            raise DeviceError(f"shard devices must be distinct, got {devs}")
+        ax = _norm_axis(axis, t.ndim)
+        n = t.shape[ax]
+        bounds = np.linspace(0, n, len(devs) + 1).round().astype(int)
+        shards = []
+        for d, lo, hi in zip(devs, bounds[:-1], bounds[1:]):
+            part = t.shrink(tuple((int(lo), int(hi)) if i == ax else None for i in range(t.ndim)))
+            shards.append(part.contiguous().to(d))
+        return MultiTensor(shards, ax)
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        return tuple(s.device for s in self.shards)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        s = list(self.shards[0].shape)
+        s[self.axis] = sum(t.shape[self.axis] for t in self.shards)
+        return tuple(s)
+
+    @property
+    def dtype(self):
+        return self.shards[0].dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"<MultiTensor shape={self.shape} axis={self.axis} devices={self.devices}>"
+
+    # -- shard-wise ops -----------------------------------------------------------------------
+
+    def _match(self, other) -> list:
+        """`other` split like self: a MultiTensor with the same layout, a scalar, or a Tensor
+        broadcast against the logical shape."""
+        if isinstance(other, MultiTensor):
+            if other.devices != self.devices or other.axis != self.axis or other.shape != self.shape:
+                raise ShapeError(f"sharded operands differ: {self} and {other}")
+            return list(other.shards)
+        if not isinstance(other, Tensor):
+            return [other] * len(self.shards)
+        full = (1,) * (self.ndim - other.ndim) + other.shape
+        o = other.reshape(full)
+        out, off = [], 0
+        for s in self.shards:
+            size = s.shape[self.axis]
+            part = o if full[self.axis] == 1 else o.shrink(
+                tuple((off, off + size) if i == self.axis else None for i in range(self.ndim)))
+            out.append(part.to(s.device))
+            off += size
+        return out
+
+    def _map(self, fn, *others) -> MultiTensor:
+        matched = [self._match(o) for o in others]
+        return MultiTensor([fn(s, *(m[i] for m in matched)) for i, s in enumerate(self.shards)], self.axis)
+
+    def __add__(self, o):
+        return self._map(lambda a, b: a + b, o)
+
+    def __sub__(self, o):
+        return self._map(lambda a, b: a - b, o)
+
+    def __mul__(self, o):
+        return self._map(lambda a, b: a * b, o)
+
+    def __truediv__(self, o):
+        return self._map(lambda a, b: a / b, o)
+
+    __radd__ = __add__
+    __rmul__ = __mul__
+
+    def __neg__(self):
+        return self._map(lambda a: -a)
+
+    def __getattr__(self, name: str):
+        if name in {"exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "abs", "cast", "sin", "cos"}:
+            return lambda *a, **k: self._map(lambda s: getattr(s, name)(*a, **k))
+        raise AttributeError(f"MultiTensor has no attribute {name!r}; gather with .to(device) first")
+
+    def _reduce(self, name: str, axis, keepdim: bool, combine):
+        axes = tuple(range(self.ndim)) if axis is None else \
+            tuple(_norm_axis(a, self.ndim) for a in ((axis,) if isinstance(axis, int) else axis))
+        if self.axis not in axes:
+            new_axis = self.axis if keepdim else self.axis - sum(1 for a in axes if a < self.axis)
+            return MultiTensor([getattr(s, name)(axes, keepdim=keepdim) for s in self.shards], new_axis)
+        parts = [getattr(s, name)(axes, keepdim=keepdim).to(self.devices[0]) for s in self.shards]
+        out = parts[0]
+        for p in parts[1:]:
+            out = combine(out, p)
+        return out
+
+    def sum(self, axis=None, keepdim: bool = False):
+        return self._reduce("sum", axis, keepdim, lambda a, b: a + b)
+
+    def max(self, axis=None, keepdim: bool = False):
+        return self._reduce("max", axis, keepdim, lambda a, b: a.maximum(b))
+
+    def min(self, axis=None, keepdim: bool = False):
+        return self._reduce("min", axis, keepdim, lambda a, b: a.minimum(b))
+
+    def mean(self, axis=None, keepdim: bool = False):
+        axes = tuple(range(self.ndim)) if axis is None else \
+            tuple(_norm_axis(a, self.ndim) for a in ((axis,) if isinstance(axis, int) else axis))
+        n = 1
+        for a in axes:
+            n *= self.shape[a]
+        return self.cast(self.dtype if self.dtype.is_float else "float32").sum(axis, keepdim) * (1 / n)
+
+    def matmul(self, w: Tensor):
+        if self.ndim < 2 or self.axis >= self.ndim - 1:
+            raise ShapeError(f"sharded matmul needs the input sharded on a batch or row axis, got {self}")
+        if isinstance(w, MultiTensor):
+            w = w.to(self.devices[0])
+        return MultiTensor([s @ w.to(s.device) for s in self.shards], self.axis)
+
+    __matmul__ = matmul
+
+    # -- gathering ------------------------------------------------------------------------------
+
+    def to(self, device: str) -> Tensor:
+        dev = canonical_device(device)
+        parts = [s.to(dev) for s in self.shards]
+        return parts[0].cat(*parts[1:], dim=self.axis) if len(parts) > 1 else parts[0]
+
+    def realize(self) -> MultiTensor:
+        self.shards[0].realize(*self.shards[1:])
+        return self
+
+    def numpy(self) -> np.ndarray:
+        return self.to(self.devices[0]).numpy()
