@@ -12,8 +12,20 @@ class ShapeError(ValueError):
 
 
 class DeviceError(ValueError):
-    """An unknown device or a device mismatch."""
+    """An unknown device, a device mismatch, or storage that cannot be bound."""
 
 
 class JitError(RuntimeError):
     """A captured function called in a way its capture cannot serve."""
+
+
+class GraphFormatError(ValueError):
+    """Bytes that are not a valid exported tolk graph."""
+
+
+class RewriteError(ValueError):
+    """A rule set that did not converge, or a rule that built a cycle."""
+
+
+class KernelCompileError(ValueError):
+    """A kernel AST a backend cannot compile."""

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
+import numpy as np
+
+from tolk.errors import ScheduleError
+from tolk.helpers import DEBUG
+from tolk.runtime.cpu import get_kernel
+from tolk.runtime.device import typed_view
+from tolk.uop.ops import Ops, UOp
+
 # Objects with an ``add_linear(linear, var_vals)`` method. While one is registered (and the
 # CAPTURING flag is on), `tolk.schedule.create_linear_with_vars` hands every schedule to
 # ``capturing[0]`` unplanned and returns an empty LINEAR instead of a schedule to run.
 capturing: list = []
-
-
-import threading  # noqa: E402
-import time  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from tolk.errors import ScheduleError  # noqa: E402
-from tolk.helpers import DEBUG  # noqa: E402
-from tolk.runtime.cpu import get_kernel  # noqa: E402
-from tolk.runtime.device import typed_view  # noqa: E402
-from tolk.uop.ops import Ops, UOp  # noqa: E402
 
 _stats_lock = threading.Lock()
 kernel_runs = [0]

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tolk.dtype import DType, bf16_to_f32, dtypes, f32_to_bf16
+from tolk.errors import KernelCompileError
 from tolk.helpers import DEBUG
 from tolk.uop.ops import GroupOp, Ops, UOp
 from tolk.uop.shape import shape_of
@@ -38,10 +39,6 @@ _BINARY = {
     Ops.OR: "np.bitwise_or", Ops.XOR: "np.bitwise_xor",
 }
 _REDUCE = {Ops.ADD: "np.add", Ops.MUL: "np.multiply", Ops.MAX: "np.maximum", Ops.MIN: "np.minimum"}
-
-
-class KernelCompileError(ValueError):
-    """A kernel AST the CPU backend cannot compile."""
 
 
 def compute_np(d: DType) -> np.dtype:

@@ -5,13 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from tolk.errors import RewriteError
 from tolk.uop.ops import Ops, UOp
 
 Rule = Callable[[Any, UOp], "UOp | None"]
-
-
-class RewriteError(ValueError):
-    """A rule set did not converge, or a rule built a cycle."""
 
 
 class Rules:

@@ -18,15 +18,12 @@ import struct
 from typing import Any
 
 from tolk.dtype import ALL_DTYPES
+from tolk.errors import GraphFormatError
 from tolk.uop.ops import ARG_TYPES, Ops, UOp, _uvarint, encode_arg, fresh_internal_buffer_slot
 
 MAGIC = b"TOLKGRAPH\x00"
 VERSION = 1
 MAX_ARG_DEPTH = 32
-
-
-class GraphFormatError(ValueError):
-    """Bytes that are not a valid exported tolk graph."""
 
 
 def export_graph(root: UOp) -> bytes:
