@@ -11,7 +11,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["Tensor", "dtypes", "Context", "MultiTensor", "__version__"]
+__all__ = ["Tensor", "dtypes", "Context", "MultiTensor", "Variable", "jit", "__version__"]
 
 
 def __getattr__(name: str):
@@ -27,6 +27,14 @@ def __getattr__(name: str):
         from tolk.helpers import Context
 
         return Context
+    if name == "Variable":
+        from tolk.variable import Variable
+
+        return Variable
+    if name == "jit":
+        from tolk.engine.jit import jit
+
+        return jit
     if name == "MultiTensor":
         from tolk.multi import MultiTensor
 

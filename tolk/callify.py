@@ -102,7 +102,8 @@ def realize(tensors, run: bool = True):
     bufs = [n for n in nodes if n.op is Ops.BUFFER]
     params = {b: UOp(Ops.PARAM, b.dtype, (), (i, b.arg[1], b.arg[2])) for i, b in enumerate(bufs)}
     binds = [n for n in nodes if n.op is Ops.BIND]
-    body = sink.substitute(params)
+    # the body keeps the variable, the call carries its value: one schedule for all values
+    body = sink.substitute({**params, **{b: b.src[0] for b in binds}})
     call = UOp(Ops.CALL, dtypes.void, (body, *bufs, *binds))
     linear, var_vals = create_linear_with_vars(call)
     if not run:
@@ -168,6 +169,13 @@ def _broadcastable(src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
 
 def to_numpy(t: Tensor) -> np.ndarray:
     """The values of `t` as a new numpy array (bfloat16 as float32)."""
+    from tolk.engine.realize import capturing
+
+    if capturing:
+        from tolk.errors import JitError
+
+        raise JitError("reading tensor data inside a captured (jitted) function would bake the "
+                       "value into the capture; return the tensor instead")
     realize([t])
     u = t.uop
     base = _base_and_chain(u)

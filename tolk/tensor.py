@@ -249,6 +249,10 @@ class Tensor:
         return Tensor(UOp.const(dtype, _py_value(x, dtype)))
 
     def _operands(self, other: Tensor | Scalar, reverse: bool = False) -> tuple[Tensor, Tensor]:
+        from tolk.variable import BoundVariable
+
+        if isinstance(other, BoundVariable):
+            other = Tensor(other.uop)
         if isinstance(other, Tensor):
             if other.device != self.device and device_of(other.uop) is not None and device_of(self.uop) is not None:
                 raise DeviceError(f"operands are on different devices: {self.device} and {other.device}")

@@ -129,6 +129,9 @@ def _kernel_call(k: UOp) -> UOp:
     return k
 
 
+create_schedule_calls = [0]  # how many times create_schedule ran in this process
+
+
 def create_schedule(sched_sink: UOp) -> UOp:
     """Order the kernels of a kernel graph into a LINEAR.
 
@@ -146,6 +149,7 @@ def create_schedule(sched_sink: UOp) -> UOp:
     Raises `ScheduleError` (a `ValueError`) for an AFTER child or kernel argument of the
     wrong kind and for a dependency cycle, naming the node at fault.
     """
+    create_schedule_calls[0] += 1
     children: dict[UOp, list[UOp]] = {}
     in_degree: dict[UOp, int] = {}
     supersede: dict[UOp, list[tuple[UOp, list[UOp]]]] = {}  # state -> (AFTER, new writers)

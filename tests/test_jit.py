@@ -1,0 +1,173 @@
+"""Variables and capture/replay."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tolk
+import tolk.schedule as sched
+from tolk import Tensor, Variable
+from tolk.engine.realize import capturing
+from tolk.errors import JitError
+from tolk.schedule import schedule_cache_clear, schedule_cache_info
+from tolk.uop import Ops
+
+
+def rnd(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def test_variable_bounds_are_checked():
+    v = Variable("n", 1, 5)
+    assert v.bind(1).value == 1 and v.bind(5).value == 5
+    for bad in (0, 6):
+        with pytest.raises(ValueError, match="outside"):
+            v.bind(bad)
+    with pytest.raises(ValueError, match="min"):
+        Variable("m", 3, 2)
+    with pytest.raises(TypeError):
+        v.bind(2.5)
+
+
+def test_bound_variable_is_a_scalar_in_tensor_math():
+    v = Variable("k", 0, 10)
+    x = Tensor(rnd(3, 4))
+    for k in (0, 3, 10):
+        np.testing.assert_allclose((x * v.bind(k) + v.bind(k)).numpy(), rnd(3, 4) * k + k, rtol=1e-6)
+        np.testing.assert_allclose((v.bind(k) * x).numpy(), rnd(3, 4) * k, rtol=1e-6)
+
+
+def test_realizes_differing_only_in_a_variable_share_one_schedule():
+    schedule_cache_clear()
+    v = Variable("k", 0, 10)
+    x = Tensor(rnd(3))
+    for k in range(4):
+        (x * v.bind(k)).realize()
+    info = schedule_cache_info()
+    assert info.misses == 1 and info.hits == 3
+
+
+def test_var_vals_contain_only_variables_kernels_read():
+    a, b = Variable("a", 0, 9), Variable("b", 0, 9)
+    x = Tensor(rnd(3))
+    y = x * a.bind(2)
+    _, var_vals = y.linear_with_vars()
+    assert var_vals == {"a": 2}
+    z = x + 0 * b.bind(3)
+    assert z.linear_with_vars()[1] == {"b": 3}
+
+
+def step_fn(x, w, n):
+    return ((x @ w).relu() * n + 1).softmax(-1), (x.sum(0) * 2)
+
+
+def reference(xa, wa, n):
+    r = np.maximum(xa @ wa, 0) * n + 1
+    e = np.exp(r - r.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True), xa.sum(0) * 2
+
+
+def test_replay_equals_eager_for_changing_inputs_and_variables():
+    f = tolk.jit(step_fn)
+    wa = rnd(8, 4, seed=99)
+    w = Tensor(wa)
+    v = Variable("n", 0, 100)
+    for i in range(20):
+        xa = rnd(3, 8, seed=i)
+        got = f(Tensor(xa), w, v.bind(i))
+        want = reference(xa, wa, i)
+        np.testing.assert_allclose(got[0].numpy(), want[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got[1].numpy(), want[1], rtol=1e-5)
+
+
+def test_replay_runs_no_scheduling():
+    f = tolk.jit(step_fn)
+    w, v = Tensor(rnd(8, 4)), Variable("n", 0, 100)
+    for i in range(2):
+        f(Tensor(rnd(3, 8, seed=i)), w, v.bind(i))
+    x = Tensor(rnd(3, 8, seed=5)).realize()
+    before = sched.create_schedule_calls[0]
+    f(x, w, v.bind(7))
+    assert sched.create_schedule_calls[0] == before
+
+
+def test_replay_outputs_are_fresh_tensors():
+    f = tolk.jit(lambda x: x * 2)
+    outs = [f(Tensor(rnd(4, seed=i))) for i in range(4)]
+    for i, o in enumerate(outs):
+        np.testing.assert_allclose(o.numpy(), rnd(4, seed=i) * 2, rtol=1e-6)
+
+
+def test_shape_dtype_or_device_change_raises_jit_error():
+    f = tolk.jit(lambda x: x + 1)
+    for _ in range(2):
+        f(Tensor(rnd(4)))
+    with pytest.raises(JitError, match=r"\(5,\)"):
+        f(Tensor(rnd(5)))
+    with pytest.raises(JitError, match="int32"):
+        f(Tensor(np.arange(4, dtype=np.int32)))
+    with pytest.raises(JitError, match="CPU:1"):
+        f(Tensor(rnd(4), device="CPU:1"))
+
+
+def test_reading_data_during_capture_raises():
+    def leaky(x):
+        _ = x.sum().item()
+        return x * 2
+
+    f = tolk.jit(leaky)
+    f(Tensor(rnd(4)))
+    with pytest.raises(JitError, match="captured"):
+        f(Tensor(rnd(4)))
+    assert capturing == []
+
+
+def test_nested_captures_are_an_error():
+    inner = tolk.jit(lambda x: x + 1)
+
+    def outer(x):
+        return inner(x) * 2
+
+    f = tolk.jit(outer)
+    inner(Tensor(rnd(4)))  # inner's next call would capture
+    f(Tensor(rnd(4)))
+    with pytest.raises(JitError, match="nest"):
+        f(Tensor(rnd(4)))
+    assert capturing == []
+
+
+def test_captured_plan_holds_inputs_and_outputs_and_beats_per_step_plans():
+    def fn(x):
+        h = (x * 2).contiguous()
+        h = (h + 1).contiguous().realize()
+        return (h.exp() * 3).contiguous() + 1
+
+    f = tolk.jit(fn)
+    xs = [Tensor(rnd(64, 64, seed=i)) for i in range(2)]
+    f(xs[0])
+    out = f(xs[1])
+    lin = f.linear
+    in_buf = xs[1].uop.src[0]
+    args = [a for c in lin.src for a in c.src[1:]]
+    assert in_buf in args and out.uop.op in (Ops.RESHAPE, Ops.BUFFER)
+    assert all(a.op is not Ops.SLICE or a.src[0].slot < 0 for a in args)
+    from tolk.schedule import linear_stats
+
+    per_step = sum(linear_stats(t.schedule_linear()).arena_total for t in
+                   [(Tensor(rnd(64, 64)) * 2).contiguous() + 1, (Tensor(rnd(64, 64)).exp() * 3).contiguous() + 1])
+    assert linear_stats(lin).arena_total <= per_step
+    np.testing.assert_allclose(out.numpy(), np.exp(rnd(64, 64, seed=1) * 2 + 1) * 3 + 1, rtol=1e-5)
+
+
+def test_jit_updates_an_input_in_place_every_replay():
+    cache = Tensor(np.zeros(4, np.float32)).contiguous().realize()
+
+    @tolk.jit
+    def step(c, x):
+        c.assign(c + x)
+        return c
+
+    for i in range(5):
+        step(cache, Tensor(np.full(4, 1.0, np.float32)))
+    np.testing.assert_array_equal(cache.numpy(), [5.0] * 4)

@@ -1,0 +1,230 @@
+"""Capture and replay: `tolk.jit(fn)` runs fn's schedules once, then replays them directly.
+
+Call 1 runs `fn` normally. Call 2 captures: a capturer is registered in
+``tolk.engine.realize.capturing``, so every schedule `fn` realizes is recorded (unplanned,
+not executed); when `fn` returns, its outputs are realized into the capture too, the
+combined schedule is memory-planned once holding every input and output buffer, and run.
+Later calls replay: each input tensor's buffer is bound where the captured input was, the
+new variable values are passed, and the compiled kernels run in order with no scheduling.
+
+Arguments may be Tensors and bound Variables in any mix (positional or keyword, also inside
+lists, tuples and dicts); any other value is a constant baked into the capture. Replay
+returns fresh output tensors each call. Inputs must keep their shapes, dtypes and devices
+(`JitError` otherwise); reading a tensor's data inside a captured function is an error (the
+value would be baked in), and captures do not nest.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tolk.engine.realize import capturing, run_linear
+from tolk.errors import JitError
+from tolk.runtime.cpu import get_kernel
+from tolk.runtime.device import set_storage, typed_view
+from tolk.schedule import memory_plan_rewrite
+from tolk.uop.ops import Ops, UOp
+
+_capture_lock = threading.Lock()
+
+
+def _flatten(obj: Any, out: list) -> None:
+    from tolk.tensor import Tensor
+    from tolk.variable import BoundVariable
+
+    if isinstance(obj, (Tensor, BoundVariable)):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            _flatten(o, out)
+    elif isinstance(obj, dict):
+        for k in sorted(obj, key=repr):
+            _flatten(obj[k], out)
+
+
+def _input_buffer(t) -> UOp:
+    """Realize `t` into a whole contiguous buffer and return that BUFFER."""
+    u = t.uop
+    if not (u.op is Ops.BUFFER or (u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER)):
+        t.uop = t.contiguous().realize().uop
+        u = t.uop
+    return u if u.op is Ops.BUFFER else u.src[0]
+
+
+def _signature(t) -> tuple:
+    return (t.shape, t.dtype, t.device)
+
+
+class _Capturer:
+    """Collects the schedules realized while a function is captured."""
+
+    def __init__(self) -> None:
+        self.calls: list[UOp] = []
+        self.var_vals: dict[str, int] = {}
+
+    def add_linear(self, linear: UOp, var_vals: dict[str, int]) -> None:
+        self.calls.extend(linear.src)
+        self.var_vals.update(var_vals)
+
+
+class CapturedJit:
+    """The decorated function: see the module docstring for its three phases."""
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+        self.calls = 0
+        self.plan: list[tuple[Any, list]] | None = None
+        self.linear: UOp | None = None
+        self.in_sigs: list[tuple] = []
+        self.var_names: list[str] = []
+        self.out_template: Any = None
+        self.out_bufs: list[UOp] = []
+        self.out_views: list[UOp] = []
+        self.in_index: dict[UOp, int] = {}
+        functools.update_wrapper(self, fn)
+
+    def reset(self) -> None:
+        """Forget the capture: the next call runs normally, the one after captures again."""
+        self.calls, self.plan, self.linear = 0, None, None
+
+    def __call__(self, *args, **kwargs):
+        flat: list = []
+        _flatten((args, kwargs), flat)
+        from tolk.tensor import Tensor
+
+        tensors = [x for x in flat if isinstance(x, Tensor)]
+        binds = [x for x in flat if not isinstance(x, Tensor)]
+        if self.calls == 0:
+            self.calls = 1
+            out = self.fn(*args, **kwargs)
+            _realize_outputs(out)
+            return out
+        if capturing:
+            raise JitError(f"tolk.jit captures do not nest: {self.fn.__name__!r} was called while "
+                           "another function is being captured")
+        if self.calls == 1:
+            return self._capture(tensors, binds, args, kwargs)
+        return self._replay(tensors, binds)
+
+    # -- capture ------------------------------------------------------------------------------
+
+    def _capture(self, tensors, binds, args, kwargs):
+        from tolk.tensor import Tensor
+
+        in_bufs = [_input_buffer(t) for t in tensors]
+        self.in_sigs = [_signature(t) for t in tensors]
+        self.var_names = [b.name for b in binds]
+        cap = _Capturer()
+        with _capture_lock:
+            if capturing:
+                raise JitError("tolk.jit captures do not nest: a capture is already running")
+            capturing.append(cap)
+        try:
+            out = self.fn(*args, **kwargs)
+            outs: list = []
+            _flatten(out, outs)
+            out_tensors = [o for o in outs if isinstance(o, Tensor)]
+            if out_tensors:
+                out_tensors[0].realize(*out_tensors[1:])
+        finally:
+            capturing.remove(cap)
+        self.out_views = [o.uop for o in out_tensors]
+        self.out_bufs = [_base(o.uop) for o in out_tensors]
+        self.out_template = out
+        linear = UOp(Ops.LINEAR, src=tuple(cap.calls))
+        held = [*in_bufs, *self.out_bufs]
+        self.linear = memory_plan_rewrite(linear, held)
+        run_linear(self.linear, {**cap.var_vals, **{b.name: b.value for b in binds}})
+        self._compile(in_bufs)
+        self.calls = 2
+        return out
+
+    def _compile(self, in_bufs: list[UOp]) -> None:
+        """Per call: its kernel and, per argument, a fixed view or an input/output index."""
+        self.in_index = {b: i for i, b in enumerate(in_bufs)}
+        where = {b: ("in", i) for i, b in enumerate(in_bufs)}
+        for j, b in enumerate(self.out_bufs):
+            where.setdefault(b, ("out", j))
+        plan = []
+        for call in self.linear.src:
+            specs = []
+            for a in call.src[1:]:
+                if a.op is Ops.BIND:
+                    continue
+                specs.append(where.get(a) or ("fixed", typed_view(a)))
+            ast = call.src[0]
+            dev = call.src[1].src[0].device if call.src[1].op is Ops.SLICE else call.src[1].device
+            plan.append((None if ast.op is Ops.COPY else get_kernel(ast, dev), specs))
+        self.plan = plan
+
+    # -- replay -------------------------------------------------------------------------------
+
+    def _replay(self, tensors, binds):
+        from tolk.tensor import Tensor
+
+        sigs = [_signature(t) for t in tensors]
+        if sigs != self.in_sigs:
+            raise JitError(f"jitted function called with inputs {sigs}, captured with {self.in_sigs}")
+        if [b.name for b in binds] != self.var_names:
+            raise JitError(f"jitted function called with variables {[b.name for b in binds]}, "
+                           f"captured with {self.var_names}")
+        in_bufs = [_input_buffer(t) for t in tensors]
+        ins = [typed_view(b) for b in in_bufs]
+        new_bufs = []
+        for b in self.out_bufs:
+            if b in self.in_index:  # an output that is an input (e.g. updated in place)
+                new_bufs.append(in_bufs[self.in_index[b]])
+                continue
+            nb = UOp.buffer(b.dtype, b.size, b.device)
+            set_storage(nb, np.zeros(nb.nbytes, np.uint8))
+            new_bufs.append(nb)
+        outs = [typed_view(b) for b in new_bufs]
+        var_vals = {b.name: b.value for b in binds}
+        for kernel, specs in self.plan:
+            bufs = [s[1] if s[0] == "fixed" else (ins[s[1]] if s[0] == "in" else outs[s[1]]) for s in specs]
+            if kernel is None:
+                np.copyto(bufs[0], bufs[1].view(bufs[0].dtype))
+            else:
+                kernel(bufs, var_vals)
+        fresh = [Tensor(v.substitute({old: new})) for v, old, new in zip(self.out_views, self.out_bufs, new_bufs)]
+        return _rebuild(self.out_template, iter(fresh))
+
+
+def _base(u: UOp) -> UOp:
+    while u.op in (Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP):
+        u = u.src[0]
+    return u
+
+
+def _realize_outputs(out) -> None:
+    from tolk.tensor import Tensor
+
+    flat: list = []
+    _flatten(out, flat)
+    ts = [o for o in flat if isinstance(o, Tensor)]
+    if ts:
+        ts[0].realize(*ts[1:])
+
+
+def _rebuild(template, fresh):
+    from tolk.tensor import Tensor
+
+    if isinstance(template, Tensor):
+        return next(fresh)
+    if isinstance(template, (list, tuple)):
+        return type(template)(_rebuild(t, fresh) for t in template)
+    if isinstance(template, dict):
+        keys = sorted(template, key=repr)
+        vals = {k: _rebuild(template[k], fresh) for k in keys}
+        return {k: vals[k] for k in template}
+    return template
+
+
+def jit(fn: Callable) -> CapturedJit:
+    """Capture `fn`'s schedules on its second call and replay them on later calls."""
+    return CapturedJit(fn)

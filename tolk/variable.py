@@ -1,0 +1,81 @@
+"""Runtime variables: ``Variable(name, min, max).bind(value)`` as scalars in tensor math.
+
+A bound variable enters the tensor graph as ``BIND(DEFINE_VAR, CONST value)``. Realize
+passes the BIND as a call argument and leaves only the DEFINE_VAR in the body, so two
+realizes that differ only in a variable's value share one cached schedule; kernels read the
+value at run time from ``var_vals``.
+"""
+
+from __future__ import annotations
+
+from tolk.dtype import dtypes
+from tolk.uop.ops import Ops, UOp
+
+
+class Variable:
+    """A named integer with inclusive bounds ``min_ <= value <= max_``."""
+
+    def __init__(self, name: str, min_: int, max_: int):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"a variable name must be an identifier, got {name!r}")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (min_, max_)):
+            raise TypeError(f"variable {name!r} bounds must be ints, got {min_!r} and {max_!r}")
+        if min_ > max_:
+            raise ValueError(f"variable {name!r} has min {min_} > max {max_}")
+        self.name, self.min, self.max = name, min_, max_
+        self.uop = UOp(Ops.DEFINE_VAR, dtypes.int32, (), (name, min_, max_))
+
+    def bind(self, value: int) -> BoundVariable:
+        """This variable with a value; `ValueError` outside ``[min, max]``."""
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"variable {self.name!r} takes an int, got {value!r}")
+        if not self.min <= value <= self.max:
+            raise ValueError(f"variable {self.name!r} = {value} is outside [{self.min}, {self.max}]")
+        return BoundVariable(self, value)
+
+    def __repr__(self) -> str:
+        return f"Variable({self.name!r}, {self.min}, {self.max})"
+
+
+class BoundVariable:
+    """A variable with its current value; usable as a scalar operand of Tensor math."""
+
+    def __init__(self, var: Variable, value: int):
+        self.var, self.value = var, value
+        self.uop = UOp(Ops.BIND, dtypes.int32, (var.uop, UOp.const(dtypes.int32, value)))
+
+    @property
+    def name(self) -> str:
+        return self.var.name
+
+    def __repr__(self) -> str:
+        return f"{self.var.name}={self.value}"
+
+    def _t(self):
+        from tolk.tensor import Tensor
+
+        return Tensor(self.uop)
+
+    def __add__(self, x):
+        return self._t() + x
+
+    def __radd__(self, x):
+        return x + self._t()
+
+    def __sub__(self, x):
+        return self._t() - x
+
+    def __rsub__(self, x):
+        return x - self._t()
+
+    def __mul__(self, x):
+        return self._t() * x
+
+    def __rmul__(self, x):
+        return x * self._t()
+
+    def __truediv__(self, x):
+        return self._t() / x
+
+    def __rtruediv__(self, x):
+        return x / self._t()
