@@ -378,21 +378,17 @@ class UOp:
         order is deterministic.
         """
         order: dict[UOp, None] = {}
-        expanded: set[UOp] = set()
-        stack: list[UOp] = [self]
-        while stack:
-            node = stack[-1]
-            if node in order:
-                stack.pop()
-                continue
-            if node in expanded or (enter is not None and not enter(node)):
-                stack.pop()
-                order[node] = None
-                continue
-            expanded.add(node)
-            for s in reversed(node.src):
+        nodes = [self]
+        frames = [iter(self.src if enter is None or enter(self) else ())]
+        while frames:
+            for s in frames[-1]:  # resume this node's sources where we left off
                 if s not in order:
-                    stack.append(s)
+                    nodes.append(s)
+                    frames.append(iter(s.src if enter is None or enter(s) else ()))
+                    break
+            else:
+                frames.pop()
+                order[nodes.pop()] = None
         return list(order)
 
     def substitute(self, mapping: dict[UOp, UOp]) -> UOp:

@@ -80,6 +80,10 @@ class _Reader:
         return b
 
     def uvarint(self) -> int:
+        pos = self.pos
+        if pos < len(self.data) and self.data[pos] < 0x80:  # one-byte fast path
+            self.pos = pos + 1
+            return self.data[pos]
         out = shift = 0
         for _ in range(10):
             b = self.byte()
