@@ -9,6 +9,8 @@ data, so it hits the schedule cache), schedules ``CALL(body, *buffers, *binds)``
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from tolk.dtype import bf16_to_f32, dtypes
@@ -19,6 +21,10 @@ from tolk.runtime.device import typed_view
 from tolk.schedule import create_linear_with_vars
 from tolk.tensor import IdentityWeakSet, Tensor, _base_and_chain, _lazy, _views
 from tolk.uop.ops import Ops, UOp
+from tolk.uop.shape import max_numel, shape_syms
+
+# Called as hook(planned LINEAR, var_vals, seconds spent scheduling) for every realize.
+schedule_hooks: list = []
 
 
 def _is_view_of_state(u: UOp) -> bool:
@@ -67,19 +73,26 @@ def _build_sink(tensors: list[Tensor]):
         if u in reads:
             outputs.append((t, *first[u]))
             continue
-        buf = UOp.buffer(t.dtype, prod(t.shape), t.device)
+        shape = t.shape
+        binds = t._binds(d.name for d in shape_syms(shape))
+        buf = UOp.buffer(t.dtype, max_numel(shape), t.device)
         value = u.substitute(reads) if reads else u
-        after = UOp(Ops.AFTER, t.dtype, (buf, UOp(Ops.STORE, dtypes.void, (_view(buf, t.shape), value))))
-        reads[u] = _view(after, t.shape)
-        first[u] = (after, _view(buf, t.shape))
-        outputs.append((t, after, _view(buf, t.shape)))
+        out_view = _view(buf, shape, binds)
+        after = UOp(Ops.AFTER, t.dtype, (buf, UOp(Ops.STORE, dtypes.void, (out_view, value))))
+        reads[u] = _view(after, shape, binds)
+        first[u] = (after, out_view)
+        outputs.append((t, after, out_view))
         srcs[after] = None
     return list(srcs), [(t, a, v) for t, a, v in outputs]
 
 
-def _view(state: UOp, shape: tuple[int, ...]) -> UOp:
-    return state if shape == (state.src[0].size if state.op is Ops.AFTER else state.size,) \
-        else UOp(Ops.RESHAPE, state.dtype, (state,), shape)
+def _view(state: UOp, shape, binds: tuple[UOp, ...] = ()) -> UOp:
+    base = state
+    while base.op is Ops.AFTER:
+        base = base.src[0]
+    if shape == (base.size,):
+        return state
+    return UOp(Ops.RESHAPE, state.dtype, (state, *binds), shape)
 
 
 def realize(tensors, run: bool = True):
@@ -105,7 +118,10 @@ def realize(tensors, run: bool = True):
     # the body keeps the variable, the call carries its value: one schedule for all values
     body = sink.substitute({**params, **{b: b.src[0] for b in binds}})
     call = UOp(Ops.CALL, dtypes.void, (body, *bufs, *binds))
+    start = time.perf_counter()
     linear, var_vals = create_linear_with_vars(call)
+    for hook in schedule_hooks:
+        hook(linear, var_vals, time.perf_counter() - start)
     if not run:
         return linear, var_vals
     run_linear(linear, var_vals)
@@ -185,7 +201,8 @@ def to_numpy(t: Tensor) -> np.ndarray:
         u, base = c.uop, _base_and_chain(c.uop)
     if base.op is not Ops.BUFFER:
         raise DeviceError(f"tensor is not backed by a buffer after realize: {base.short()}")
-    data = typed_view(base).copy()
+    shape = t.concrete_shape
+    data = typed_view(base)[: prod(shape)].copy()
     if t.dtype is dtypes.bfloat16:
         data = bf16_to_f32(data)
-    return data.reshape(t.shape)
+    return data.reshape(shape)

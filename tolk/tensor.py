@@ -31,7 +31,7 @@ from tolk.errors import DeviceError, ShapeError
 from tolk.helpers import prod
 from tolk.runtime.device import canonical_device
 from tolk.uop.ops import GroupOp, Ops, UOp
-from tolk.uop.shape import device_of, shape_of
+from tolk.uop.shape import Sym, concrete, device_of, is_symbolic, shape_of
 
 Scalar = int | float | bool
 _VIEW_OPS = GroupOp.Movement
@@ -154,7 +154,29 @@ class Tensor:
         return len(self.shape)
 
     def numel(self) -> int:
-        return prod(self.shape)
+        """Number of elements (for a symbolic shape: at the variables' bound values)."""
+        return prod(self.concrete_shape)
+
+    @property
+    def concrete_shape(self) -> tuple[int, ...]:
+        """The shape with every symbolic dimension at its bound value."""
+        shape = self.shape
+        return concrete(shape, self.var_vals()) if is_symbolic(shape) else shape
+
+    def var_vals(self) -> dict[str, int]:
+        """Values of the variables bound in this tensor's graph."""
+        return {n.src[0].arg[0]: n.src[1].arg for n in self.uop.toposort() if n.op is Ops.BIND}
+
+    def _binds(self, names) -> tuple[UOp, ...]:
+        """The BIND nodes of this graph for the given variable names."""
+        names = set(names)
+        if not names:
+            return ()
+        found = {n.src[0].arg[0]: n for n in self.uop.toposort() if n.op is Ops.BIND}
+        missing = names - set(found)
+        if missing:
+            raise ShapeError(f"symbolic dimensions {sorted(missing)} have no bound value in this graph")
+        return tuple(found[n] for n in sorted(names))
 
     def __len__(self) -> int:
         if not self.shape:
@@ -252,7 +274,7 @@ class Tensor:
         from tolk.variable import BoundVariable
 
         if isinstance(other, BoundVariable):
-            other = Tensor(other.uop)
+            other = other._t()
         if isinstance(other, Tensor):
             if other.device != self.device and device_of(other.uop) is not None and device_of(self.uop) is not None:
                 raise DeviceError(f"operands are on different devices: {self.device} and {other.device}")
@@ -567,17 +589,34 @@ class Tensor:
     def min(self, axis=None, keepdim: bool = False) -> Tensor:
         return self._reduce(Ops.MIN, axis, keepdim)
 
+    def _count(self, axis) -> int | Tensor:
+        """How many elements a reduction over `axis` sees: an int, or a scalar tensor when a
+        reduced dimension is symbolic."""
+        dims = [self.shape[a] for a in self._axes(axis)]
+        n = prod(d for d in dims if not isinstance(d, Sym))
+        syms = [d for d in dims if isinstance(d, Sym)]
+        if not syms:
+            return n
+        out: Tensor | int = n
+        for d in syms:
+            out = out * (Tensor(self._binds([d.name])[0]) + d.add if d.add else Tensor(self._binds([d.name])[0]))
+        return out
+
     def mean(self, axis=None, keepdim: bool = False) -> Tensor:
-        n = prod(self.shape[a] for a in self._axes(axis))
+        n = self._count(axis)
         x = self._float()
+        if isinstance(n, Tensor):
+            return x.sum(axis, keepdim) / n.cast(x.dtype)
         return x.sum(axis, keepdim) * (1 / n if n else float("nan"))
 
     def var(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor:
         """Variance with `correction` (tinygrad and PyTorch default 1; numpy's ddof=0 is 0)."""
-        n = prod(self.shape[a] for a in self._axes(axis))
+        n = self._count(axis)
         x = self._float()
         d = x - x.mean(axis, keepdim=True)
         div = n - correction
+        if isinstance(div, Tensor):
+            return (d * d).sum(axis, keepdim) / div.cast(x.dtype)
         return (d * d).sum(axis, keepdim) * (1 / div if div > 0 else float("nan"))
 
     def std(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor:
@@ -618,20 +657,25 @@ class Tensor:
 
     # -- movement -----------------------------------------------------------------------------
 
-    def _mov(self, op: Ops, arg) -> Tensor:
-        return Tensor(UOp(op, self.dtype, (self.uop,), arg))
+    def _mov(self, op: Ops, arg, binds: tuple[UOp, ...] = ()) -> Tensor:
+        """A movement op; `binds` (the BIND nodes giving symbolic bounds their values) ride
+        along as extra sources so a symbolic shape can always be evaluated."""
+        return Tensor(UOp(op, self.dtype, (self.uop, *binds), arg))
 
     def reshape(self, *shape) -> Tensor:
         shape = _shape_arg(shape, allow_neg=True)
-        if sum(1 for s in shape if s == -1) > 1:
+        if sum(1 for d in shape if d == -1) > 1:
             raise ShapeError(f"reshape can infer only one dimension, got {shape}")
+        old_syms, old_n = _split(self.shape)
+        new_syms, new_n = _split(tuple(d for d in shape if d != -1))
+        if old_syms != new_syms:
+            raise ShapeError(f"cannot reshape {self.shape} into {shape}: symbolic dimensions must stay")
         if -1 in shape:
-            known = prod(s for s in shape if s != -1)
-            if known == 0 or self.numel() % known:
+            if new_n == 0 or old_n % new_n:
                 raise ShapeError(f"cannot reshape {self.shape} into {shape}")
-            shape = tuple(self.numel() // known if s == -1 else s for s in shape)
-        if prod(shape) != self.numel():
-            raise ShapeError(f"cannot reshape {self.shape} ({self.numel()} elements) into {shape}")
+            shape = tuple(old_n // new_n if d == -1 else d for d in shape)
+        elif new_n != old_n:
+            raise ShapeError(f"cannot reshape {self.shape} ({old_n} elements) into {shape} ({new_n})")
         return self if shape == self.shape else self._mov(Ops.RESHAPE, shape)
 
     view = reshape
@@ -679,15 +723,21 @@ class Tensor:
         return inside.where(out, value)
 
     def shrink(self, arg) -> Tensor:
+        """Keep ``[start, end)`` per axis (None = all). Bounds may be bound Variables (plus an
+        int offset): the result then has a symbolic shape sized at run time."""
         if len(arg) != self.ndim:
             raise ShapeError(f"shrink needs {self.ndim} (start, end) pairs, got {len(arg)}")
-        bounds = tuple((0, s) if a is None else (int(a[0]), int(a[1])) for a, s in zip(arg, self.shape))
-        for (b, e), s in zip(bounds, self.shape):
-            if not 0 <= b <= e <= s:
+        binds: dict[str, UOp] = {}
+        bounds = []
+        for a, size in zip(arg, self.shape):
+            b, e = (0, size) if a is None else (_dim(a[0], binds), _dim(a[1], binds))
+            if not (smin(b) >= 0 and _le(b, e) and smax_(e) <= smax_(size)):
                 raise ShapeError(f"shrink {arg} is out of bounds for shape {self.shape}")
+            bounds.append((b, e))
+        bounds = tuple(bounds)
         if all(b == 0 and e == s for (b, e), s in zip(bounds, self.shape)):
             return self
-        return self._mov(Ops.SHRINK, bounds)
+        return self._mov(Ops.SHRINK, bounds, tuple(binds[k] for k in sorted(binds)))
 
     def flip(self, axis) -> Tensor:
         axes = self._axes(axis)
@@ -748,12 +798,21 @@ class Tensor:
                 continue
             if isinstance(i, (bool, np.bool_)):
                 raise IndexError("boolean indices are not supported")
-            if isinstance(i, (int, np.integer)):
+            if _is_bound(i):
+                x = x.shrink(tuple((i, i + 1) if a == axis else None for a in range(x.ndim)))
+            elif isinstance(i, (int, np.integer)):
                 size = x.shape[axis]
                 j = int(i) + size if i < 0 else int(i)
                 if not 0 <= j < size:
                     raise IndexError(f"index {i} is out of bounds for axis {axis} with size {size}")
                 x = x.shrink(tuple((j, j + 1) if a == axis else None for a in range(x.ndim)))
+            elif isinstance(i, slice) and _is_symbolic_slice(i, x.shape[axis]):
+                if i.step not in (None, 1):
+                    raise IndexError(f"a slice with a variable bound needs step 1, got {i}")
+                start = 0 if i.start is None else i.start
+                stop = x.shape[axis] if i.stop is None else i.stop
+                x = x.shrink(tuple((start, stop) if a == axis else None for a in range(x.ndim)))
+                out_shape.append(x.shape[axis])
             elif isinstance(i, slice):
                 start, stop, step = i.indices(x.shape[axis])
                 if step < 0:
@@ -971,12 +1030,72 @@ def _shape_arg(shape, allow_neg: bool = False) -> tuple[int, ...]:
         shape = shape[0]
     out = []
     for s in shape:
+        if isinstance(s, Sym):
+            out.append(s)
+            continue
         if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
             raise TypeError(f"shape entries must be ints, got {s!r} in {tuple(shape)}")
         if s < 0 and not (allow_neg and s == -1):
             raise ShapeError(f"negative dimension {s} in shape {tuple(shape)}")
         out.append(int(s))
     return tuple(out)
+
+
+def _split(shape) -> tuple[tuple[Sym, ...], int]:
+    """(symbolic dims in order, product of the int dims): equal for reshapeable shapes."""
+    return tuple(d for d in shape if isinstance(d, Sym)), prod(d for d in shape if not isinstance(d, Sym))
+
+
+def _syms_in(arg) -> list[Sym]:
+    out, todo = [], [arg]
+    while todo:
+        a = todo.pop()
+        if isinstance(a, Sym):
+            out.append(a)
+        elif isinstance(a, tuple):
+            todo.extend(a)
+    return out
+
+
+def _has_sym(arg) -> bool:
+    return bool(_syms_in(arg))
+
+
+def _is_bound(x) -> bool:
+    from tolk.variable import BoundVariable
+
+    return isinstance(x, BoundVariable)
+
+
+def _is_symbolic_slice(sl: slice, size) -> bool:
+    return _is_bound(sl.start) or _is_bound(sl.stop) or isinstance(size, Sym)
+
+
+def _dim(x, binds: dict[str, UOp]):
+    """A slice bound as an int or a Sym (recording the BIND of a bound variable)."""
+    if _is_bound(x):
+        binds[x.name] = x.uop
+        return Sym(x.name, x.var.min, x.var.max, x.add)
+    if isinstance(x, Sym):
+        return x
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"slice bounds must be ints or bound Variables, got {x!r}")
+    return int(x)
+
+
+def smin(d) -> int:
+    return d.min if isinstance(d, Sym) else d
+
+
+def smax_(d) -> int:
+    return d.max if isinstance(d, Sym) else d
+
+
+def _le(a, b) -> bool:
+    """a <= b for every value of the variables (ints, or Syms of one variable)."""
+    if isinstance(a, Sym) and isinstance(b, Sym) and a.name == b.name:
+        return a.add <= b.add
+    return smax_(a) <= smin(b)
 
 
 def _pad_arg(padding, ndim: int) -> tuple[tuple[int, int], ...]:

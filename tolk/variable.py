@@ -38,10 +38,12 @@ class Variable:
 
 
 class BoundVariable:
-    """A variable with its current value; usable as a scalar operand of Tensor math."""
+    """A variable with its current value (plus an int offset, ``pos + 1``); usable as a
+    scalar operand of Tensor math and as a slice bound."""
 
-    def __init__(self, var: Variable, value: int):
-        self.var, self.value = var, value
+    def __init__(self, var: Variable, value: int, add: int = 0):
+        self.var, self.add = var, add
+        self.value = value + add
         self.uop = UOp(Ops.BIND, dtypes.int32, (var.uop, UOp.const(dtypes.int32, value)))
 
     @property
@@ -49,20 +51,27 @@ class BoundVariable:
         return self.var.name
 
     def __repr__(self) -> str:
-        return f"{self.var.name}={self.value}"
+        return f"{self.var.name}{self.add:+d}={self.value}" if self.add else f"{self.var.name}={self.value}"
 
     def _t(self):
         from tolk.tensor import Tensor
 
-        return Tensor(self.uop)
+        t = Tensor(self.uop)
+        return t + self.add if self.add else t
 
     def __add__(self, x):
+        if isinstance(x, int) and not isinstance(x, bool):
+            return BoundVariable(self.var, self.value - self.add, self.add + x)
         return self._t() + x
 
     def __radd__(self, x):
+        if isinstance(x, int) and not isinstance(x, bool):
+            return self + x
         return x + self._t()
 
     def __sub__(self, x):
+        if isinstance(x, int) and not isinstance(x, bool):
+            return self + (-x)
         return self._t() - x
 
     def __rsub__(self, x):

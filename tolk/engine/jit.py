@@ -191,7 +191,14 @@ class CapturedJit:
                 np.copyto(bufs[0], bufs[1].view(bufs[0].dtype))
             else:
                 kernel(bufs, var_vals)
-        fresh = [Tensor(v.substitute({old: new})) for v, old, new in zip(self.out_views, self.out_bufs, new_bufs)]
+        new_binds = {b.name: b.uop for b in binds}
+        fresh = []
+        for v, old, new in zip(self.out_views, self.out_bufs, new_bufs):
+            mapping = {old: new}
+            for n in v.toposort():  # symbolic output shapes take this call's variable values
+                if n.op is Ops.BIND and n.src[0].arg[0] in new_binds:
+                    mapping[n] = new_binds[n.src[0].arg[0]]
+            fresh.append(Tensor(v.substitute(mapping)))
         return _rebuild(self.out_template, iter(fresh))
 
 

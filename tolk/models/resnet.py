@@ -96,7 +96,8 @@ def basic_block_tolk(x: Tensor, w: dict[str, Tensor], p: str, stride: int) -> Te
     out = _bn_tolk(x.conv2d(w[p + "conv1.weight"], stride=stride, padding=1), w, p + "bn1").relu()
     out = _bn_tolk(out.conv2d(w[p + "conv2.weight"], padding=1), w, p + "bn2")
     if p + "downsample.conv.weight" in w:
-        x = _bn_tolk(x.conv2d(w[p + "downsample.conv.weight"], stride=stride), w, p + "downsample.bn")
+        x = x.conv2d(w[p + "downsample.conv.weight"], stride=stride)
+        x = _bn_tolk(x, w, p + "downsample.bn")
     return (out + x).relu()
 
 
@@ -112,7 +113,8 @@ def resnet_forward_tolk(w: dict[str, Tensor], x: Tensor, cfg: ResNetConfig) -> T
 # -- numpy --------------------------------------------------------------------------------------
 
 
-def conv2d_numpy(x: np.ndarray, weight: np.ndarray, stride: int = 1, padding: int = 0) -> np.ndarray:
+def conv2d_numpy(x: np.ndarray, weight: np.ndarray, stride: int = 1,
+                 padding: int = 0) -> np.ndarray:
     """NCHW cross-correlation by im2col: strided sliding windows contracted with one tensordot."""
     kh, kw = weight.shape[2:]
     x = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
@@ -139,7 +141,8 @@ def basic_block_numpy(x: np.ndarray, w: dict[str, np.ndarray], p: str, stride: i
     out = np.maximum(_bn_numpy(conv2d_numpy(x, w[p + "conv1.weight"], stride, 1), w, p + "bn1"), 0)
     out = _bn_numpy(conv2d_numpy(out, w[p + "conv2.weight"], 1, 1), w, p + "bn2")
     if p + "downsample.conv.weight" in w:
-        x = _bn_numpy(conv2d_numpy(x, w[p + "downsample.conv.weight"], stride), w, p + "downsample.bn")
+        x = conv2d_numpy(x, w[p + "downsample.conv.weight"], stride)
+        x = _bn_numpy(x, w, p + "downsample.bn")
     return np.maximum(out + x, 0)
 
 

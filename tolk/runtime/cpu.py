@@ -22,7 +22,7 @@ from tolk.dtype import DType, bf16_to_f32, dtypes, f32_to_bf16
 from tolk.errors import KernelCompileError
 from tolk.helpers import DEBUG
 from tolk.uop.ops import GroupOp, Ops, UOp
-from tolk.uop.shape import shape_of
+from tolk.uop.shape import Sym, shape_of
 
 KernelFn = Callable[[list, dict], None]
 
@@ -54,6 +54,12 @@ def _contraction_operands(node: UOp, users: dict[UOp, int]):
     if not node.dtype.is_float or node.dtype is dtypes.bfloat16 or users.get(mul, 0) > 1:
         return None
     return tuple(x.src[0] if x.op is Ops.EXPAND and users.get(x, 0) == 1 else x for x in mul.src)
+
+
+def shape_code(shape) -> str:
+    """Python source for a shape whose symbolic dimensions are read from ``vv`` at run time."""
+    parts = [f"(vv[{d.name!r}] + {d.add})" if isinstance(d, Sym) else str(int(d)) for d in shape]
+    return "(" + "".join(p + ", " for p in parts) + ")"
 
 
 def _einsum_spec(full: tuple[int, ...], ops_shapes, axes) -> tuple[str, list[tuple[int, ...]]]:
@@ -169,26 +175,26 @@ class _Codegen:
             full = shape_of(n.src[0])
             spec, squeezes = _einsum_spec(full, [shape_of(o) for o in ops], axes)
             args = ", ".join(
-                f"np.reshape({self.names[o]}, {_drop(shape_of(o), sq)})" for o, sq in zip(ops, squeezes)
+                f"np.reshape({self.names[o]}, {shape_code(_drop(shape_of(o), sq))})"
+                for o, sq in zip(ops, squeezes)
             )
             keep = tuple(1 if i in axes else d for i, d in enumerate(full))
-            return f"np.reshape(np.einsum({spec!r}, {args}, optimize=True), {keep})"
+            return f"np.reshape(np.einsum({spec!r}, {args}, optimize=True), {shape_code(keep)})"
         return f"{_REDUCE[rop]}.reduce({x}, axis={tuple(axes)}, keepdims=True, dtype={self.const(cdt)})"
 
     def movement(self, n: UOp, x: str) -> str:
         op, arg = n.op, n.arg
         if op is Ops.RESHAPE:
-            if n in self.store_targets:
-                return f"view_reshape({x}, {tuple(arg)})"
-            return f"np.reshape({x}, {tuple(arg)})"
+            fn = "view_reshape" if n in self.store_targets else "reshape_prefix"
+            return f"{fn}({x}, {shape_code(arg)})"
         if op is Ops.PERMUTE:
             return f"np.transpose({x}, {tuple(arg)})"
         if op is Ops.EXPAND:
-            return f"np.broadcast_to({x}, {tuple(arg)})"
+            return f"np.broadcast_to({x}, {shape_code(arg)})"
         if op is Ops.PAD:
             return f"np.pad({x}, {tuple(tuple(p) for p in arg)})"
         if op is Ops.SHRINK:
-            idx = ", ".join(f"{b}:{e}" for b, e in arg)
+            idx = ", ".join(f"{_dim_code(b)}:{_dim_code(e)}" for b, e in arg)
             return f"{x}[{idx},]" if arg else x
         if op is Ops.FLIP:
             return f"np.flip({x}, {tuple(arg)})" if arg else x
@@ -199,9 +205,25 @@ def _drop(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+def _dim_code(d) -> str:
+    return f"(vv[{d.name!r}] + {d.add})" if isinstance(d, Sym) else str(int(d))
+
+
+def _prefix(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A flat buffer allocated at a symbolic shape's maximum holds the value in its prefix."""
+    n = 1
+    for d in shape:
+        n *= d
+    return x[:n] if x.ndim == 1 and x.size > n else x
+
+
+def reshape_prefix(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    return np.reshape(_prefix(x, shape), shape)
+
+
 def view_reshape(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Reshape that must return a view (a STORE target); never a silent copy."""
-    out = x.view()
+    out = _prefix(x, shape).view()
     try:
         out.shape = shape
     except AttributeError:
@@ -209,7 +231,8 @@ def view_reshape(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
-_GLOBALS = {"np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16, "view_reshape": view_reshape}
+_GLOBALS = {"np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
+            "view_reshape": view_reshape, "reshape_prefix": reshape_prefix}
 
 
 class CompiledKernel:

@@ -29,7 +29,7 @@ from tolk.dtype import dtypes
 from tolk.errors import ScheduleError
 from tolk.helpers import prod
 from tolk.uop.ops import GroupOp, KernelInfo, Ops, UOp, fresh_internal_buffer_slot
-from tolk.uop.shape import device_of, shape_of
+from tolk.uop.shape import Sym, device_of, max_numel, shape_of
 
 _BASE_STATES = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER})
 _LEAVES = frozenset({Ops.CONST, Ops.DEFINE_VAR, Ops.BIND})
@@ -189,7 +189,7 @@ class _Kernelizer:
             view, value = _store_of(n).src
             return self.kernel(self.state_of(n.src[0]), view, n.src[0], value)
         shape = shape_of(n)
-        buf = UOp(Ops.BUFFER, n.dtype, (), (fresh_internal_buffer_slot(), device_of(n), prod(shape)))
+        buf = UOp(Ops.BUFFER, n.dtype, (), (fresh_internal_buffer_slot(), device_of(n), max_numel(shape)))
         if n.op is Ops.COPY:
             src = n.src[0]
             while src.op is Ops.RESHAPE and src not in self.realized:
@@ -235,8 +235,26 @@ class _Kernelizer:
                 mapping[n] = n.replace(src=tuple(mapping[s] for s in n.src))
         target = view.substitute({view_base: params[prev]})
         store = UOp(Ops.STORE, dtypes.void, (target, mapping[value]))
-        ast = UOp(Ops.SINK, dtypes.void, (store,), KernelInfo(_kernel_name(store, shape_of(view))))
+        # the variables the kernel reads (also those that only size its shapes) are sources
+        var_nodes = tuple({n: None for n in store.toposort() if n.op is Ops.DEFINE_VAR} |
+                          {_var_of(d): None for n in store.toposort() for d in _syms(n.arg)})
+        ast = UOp(Ops.SINK, dtypes.void, (store, *var_nodes), KernelInfo(_kernel_name(store, shape_of(view))))
         return UOp(Ops.AFTER, prev.dtype, (prev, UOp(Ops.CALL, dtypes.void, (ast, *args))))
+
+
+def _syms(arg) -> list[Sym]:
+    out, todo = [], [arg]
+    while todo:
+        a = todo.pop()
+        if isinstance(a, Sym):
+            out.append(a)
+        elif isinstance(a, tuple) and not isinstance(a, KernelInfo):
+            todo.extend(a)
+    return out
+
+
+def _var_of(d: Sym) -> UOp:
+    return UOp(Ops.DEFINE_VAR, dtypes.int32, (), (d.name, d.lo, d.hi))
 
 
 def _param(i: int, state: UOp) -> UOp:

@@ -27,7 +27,7 @@ of live buffers.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,9 +36,11 @@ from tolk.errors import ScheduleError
 
 EXACT_MAX_BUFFERS = 9  # exact search only below this many buffers (its cost is factorial)
 EXACT_NODE_BUDGET = 20_000
-SQUEAKY_WORK = 60_000  # buffer placements spent on squeaky-wheel rounds
+GREEDY_PAIRS = 16  # greedy by size runs while overlapping pairs <= this times n
+SQUEAKY_WORK = 8_000  # buffer placements spent on squeaky-wheel rounds
 SQUEAKY_MAX_ROUNDS = 24
 _NUMPY_SCAN = 40  # candidate scans longer than this use numpy
+REBUILD_DEAD = 2
 
 
 @dataclass(frozen=True)
@@ -190,12 +192,15 @@ def _solve(prob: _Problem) -> list[int]:
     best.offer(first_sky)
     steps = [
         lambda: _sweep_best_fit(prob),
+        lambda: _greedy_by_size(prob) if _overlap_pairs(prob) <= GREEDY_PAIRS * n else None,
         lambda: _skyline(prob, _lexicographic(prob.length, prob.sizes)),
     ]
     for step in steps:
         if best.done:
             return best.offsets
-        best.offer(step())
+        offsets = step()
+        if offsets is not None:
+            best.offer(offsets)
     if not best.done and n < EXACT_MAX_BUFFERS:
         exact = _exact(prob, best.arena)
         if exact is not None:
@@ -242,13 +247,15 @@ class _View:
     def __init__(self, ids: np.ndarray, key: np.ndarray, other: np.ndarray,
                  score: np.ndarray, steps: int):
         self.steps = steps
+        self.pos_array = np.zeros(len(ids), dtype=np.int64)
         self._rebuild(ids, key, other, score)
 
     def _rebuild(self, ids, key, other, score) -> None:
         self.ids, self.key, self.other, self.score = ids, key, other, score
         self.start = np.searchsorted(key, np.arange(self.steps + 1)).tolist()
         self.ids_l, self.other_l, self.score_l = ids.tolist(), other.tolist(), score.tolist()
-        self.pos = {i: p for p, i in enumerate(self.ids_l)}
+        self.pos_array[ids] = np.arange(len(ids))
+        self.pos = self.pos_array.tolist()
         self.dead = 0
 
     def remove(self, i: int) -> None:
@@ -256,7 +263,7 @@ class _View:
         self.score[p] = -1.0
         self.score_l[p] = -1.0
         self.dead += 1
-        if self.dead * 8 > len(self.ids_l) + 64:
+        if self.dead * REBUILD_DEAD > len(self.ids_l) + 64:
             live = self.score >= 0
             self._rebuild(self.ids[live], self.key[live], self.other[live], self.score[live])
 
@@ -465,6 +472,52 @@ class _FreeBlocks:
             self._take(end, right)
             end += right
         self._put(start, end - start)
+
+
+# ---------------------------------------------------------------------------------------------
+# greedy by size
+
+
+def _overlap_pairs(prob: _Problem) -> int:
+    """How many pairs of buffers overlap in time."""
+    first = np.asarray(prob.first, dtype=np.int64)
+    last = np.asarray(prob.last, dtype=np.int64)
+    starts_by = np.searchsorted(np.sort(first), last, side="right")  # j with first_j <= last_i
+    ended_before = np.searchsorted(np.sort(last), first, side="left")  # j with last_j < first_i
+    return int((starts_by - ended_before - 1).sum()) // 2
+
+
+def _neighbours(prob: _Problem) -> list[list[int]]:
+    """For each buffer, the buffers whose lifetimes intersect its own."""
+    n = len(prob.sizes)
+    first, last = prob.first, prob.last
+    order = sorted(range(n), key=lambda i: (first[i], i))
+    firsts = [first[i] for i in order]
+    out: list[list[int]] = [[] for _ in range(n)]
+    for p, i in enumerate(order):
+        for q in range(p + 1, bisect_right(firsts, last[i])):
+            j = order[q]
+            out[i].append(j)
+            out[j].append(i)
+    return out
+
+
+def _greedy_by_size(prob: _Problem) -> list[int]:
+    """Greedy by size (Pisarchyk & Lee 2020): largest buffers first, each into the smallest
+    gap between the placed buffers it overlaps in time, else on top of them."""
+    sizes, first = prob.sizes, prob.first
+    neighbours = _neighbours(prob)
+    offsets = [-1] * len(sizes)
+    for i in sorted(range(len(sizes)), key=lambda i: (-sizes[i], first[i], i)):
+        busy = sorted((offsets[j], offsets[j] + sizes[j]) for j in neighbours[i] if offsets[j] >= 0)
+        best, best_gap, cur = -1, 0, 0
+        for lo, hi in busy:
+            gap = lo - cur
+            if gap >= sizes[i] and (best < 0 or gap < best_gap):
+                best, best_gap = cur, gap
+            cur = max(cur, hi)
+        offsets[i] = best if best >= 0 else cur
+    return offsets
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,10 +12,81 @@ source's device (constants and variables have none and adopt their neighbours').
 
 from __future__ import annotations
 
-from tolk.helpers import prod
-from tolk.uop.ops import GroupOp, Ops, UOp
+from typing import NamedTuple
 
-Shape = tuple[int, ...]
+from tolk.helpers import prod
+from tolk.uop.ops import GroupOp, Ops, UOp, register_arg_type
+
+
+@register_arg_type
+class Sym(NamedTuple):
+    """A symbolic dimension: the value of variable `name` (in ``[lo, hi]``) plus `add`.
+
+    Shapes may hold Syms where a bound variable sized a slice. A Sym never equals an int;
+    ``Sym - Sym`` of one variable is an int; `smax` gives the size buffers are allocated at.
+    """
+
+    name: str
+    lo: int
+    hi: int
+    add: int = 0
+
+    def __add__(self, k):  # type: ignore[override]
+        if isinstance(k, int):
+            return Sym(self.name, self.lo, self.hi, self.add + k)
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __sub__(self, k):
+        if isinstance(k, int):
+            return Sym(self.name, self.lo, self.hi, self.add - k)
+        if isinstance(k, Sym) and k.name == self.name:
+            return self.add - k.add
+        return NotImplemented
+
+    def __rsub__(self, k):
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return self.name + (f"{self.add:+d}" if self.add else "")
+
+    @property
+    def max(self) -> int:
+        return self.hi + self.add
+
+    @property
+    def min(self) -> int:
+        return self.lo + self.add
+
+    def value(self, var_vals: dict[str, int]) -> int:
+        return var_vals[self.name] + self.add
+
+
+Dim = int | Sym
+Shape = tuple[Dim, ...]
+
+
+def smax(d: Dim) -> int:
+    """The largest value a dimension can take."""
+    return d.max if isinstance(d, Sym) else d
+
+
+def max_numel(shape: Shape) -> int:
+    """Elements at the largest value of every symbolic dimension (what buffers hold)."""
+    return prod(smax(d) for d in shape)
+
+
+def concrete(shape: Shape, var_vals: dict[str, int]) -> tuple[int, ...]:
+    return tuple(d.value(var_vals) if isinstance(d, Sym) else d for d in shape)
+
+
+def is_symbolic(shape: Shape) -> bool:
+    return any(isinstance(d, Sym) for d in shape)
+
+
+def shape_syms(shape: Shape) -> list[Sym]:
+    return [d for d in shape if isinstance(d, Sym)]
 _NO_SHAPE = frozenset({Ops.STORE, Ops.SINK, Ops.CALL, Ops.LINEAR, Ops.END, Ops.NOOP, Ops.DEVICE})
 
 
