@@ -168,6 +168,10 @@ def assign(target: Tensor, x) -> Tensor:
     if not _is_view_of_state(target.uop):
         target.realize()
     state = _base_and_chain(target.uop)
+    if state.op is Ops.AFTER and _conflicting_binds(state, UOp.sink(target.uop, x.uop)):
+        # an earlier pending assign used another value of the same variable: run it first
+        target.realize()
+        state = _base_and_chain(target.uop)
     new_state = UOp(Ops.AFTER, state.dtype, (state, UOp(Ops.STORE, dtypes.void, (target.uop, x.uop))))
     views = _views.pop(state, IdentityWeakSet())
     views.add(target)
@@ -175,6 +179,15 @@ def assign(target: Tensor, x) -> Tensor:
         t.uop = t.uop.substitute({state: new_state})
         _register_view(t)
     return target
+
+
+def _conflicting_binds(a: UOp, b: UOp) -> bool:
+    vals: dict[str, int] = {}
+    for n in a.toposort():
+        if n.op is Ops.BIND:
+            vals[n.src[0].arg[0]] = n.src[1].arg
+    return any(n.op is Ops.BIND and vals.get(n.src[0].arg[0], n.src[1].arg) != n.src[1].arg
+               for n in b.toposort())
 
 
 def _broadcastable(src: tuple[int, ...], dst: tuple[int, ...]) -> bool:

@@ -1,0 +1,19 @@
+"""The examples run and check themselves."""
+
+from __future__ import annotations
+
+import pathlib
+import runpy
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_decode_example_jit_equals_eager_and_numpy(capsys):
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        mod = runpy.run_path(str(ROOT / "examples" / "decode.py"))
+        assert mod["main"]() == 0
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    assert "equals eager decoding token for token" in capsys.readouterr().out

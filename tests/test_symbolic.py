@@ -1,0 +1,108 @@
+"""Symbolic shapes: bound Variables as slice bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tolk
+from tolk import Tensor, Variable
+from tolk.errors import ShapeError
+from tolk.schedule import schedule_cache_clear, schedule_cache_info
+
+A = np.arange(2 * 12, dtype=np.float32).reshape(2, 12) / 7
+
+
+def test_symbolic_slice_matches_numpy_for_every_value_in_range():
+    v = Variable("n", 0, 12)
+    x = Tensor(A)
+    for n in range(0, 13):
+        y = x[:, : v.bind(n)]
+        np.testing.assert_allclose((y * 2 + 1).numpy(), A[:, :n] * 2 + 1, rtol=1e-6)
+        np.testing.assert_allclose(y.sum(1).numpy(), A[:, :n].sum(1), rtol=1e-5)
+
+
+def test_symbolic_slice_on_the_first_axis_and_with_shrink():
+    v = Variable("n", 1, 2)
+    x = Tensor(A)
+    for n in (1, 2):
+        np.testing.assert_allclose(x.shrink(((0, v.bind(n)), None)).numpy(), A[:n])
+        np.testing.assert_allclose(x[v.bind(n) - 1].numpy(), A[n - 1])
+
+
+def test_reductions_and_softmax_over_a_symbolic_axis():
+    v = Variable("n", 1, 12)
+    x = Tensor(A)
+    for n in (1, 5, 12):
+        y = x[:, 2 - 2 : v.bind(n)]
+        np.testing.assert_allclose(y.mean(1).numpy(), A[:, :n].mean(1), rtol=1e-6)
+        np.testing.assert_allclose(y.max(1).numpy(), A[:, :n].max(1))
+        e = np.exp(A[:, :n] - A[:, :n].max(1, keepdims=True))
+        np.testing.assert_allclose(y.softmax(-1).numpy(), e / e.sum(1, keepdims=True), rtol=1e-5)
+
+
+def test_matmul_contracting_a_symbolic_axis():
+    v = Variable("n", 1, 12)
+    w = np.linspace(-1, 1, 12 * 3, dtype=np.float32).reshape(12, 3)
+    x, wt = Tensor(A), Tensor(w)
+    for n in (1, 7, 12):
+        got = (x[:, : v.bind(n)] @ wt[: v.bind(n)]).numpy()
+        np.testing.assert_allclose(got, A[:, :n] @ w[:n], rtol=1e-5, atol=1e-6)
+
+
+def test_values_of_one_variable_share_one_cached_schedule():
+    schedule_cache_clear()
+    v = Variable("n", 1, 12)
+    x = Tensor(A)
+    for n in range(1, 13):
+        (x[:, : v.bind(n)] * 3).realize()
+    info = schedule_cache_info()
+    assert info.misses == 1 and info.hits == 11
+
+
+def test_buffers_are_sized_at_the_variables_max():
+    v = Variable("n", 1, 12)
+    y = (Tensor(A)[:, : v.bind(3)] * 2)
+    lin = y.schedule_linear()
+    out = lin.src[-1].src[1]
+    assert out.size == 2 * 12
+
+
+def test_assign_at_a_variable_position():
+    v = Variable("p", 0, 3)
+    x = Tensor(np.zeros((4, 2), np.float32)).contiguous().realize()
+    for p in range(4):
+        x[v.bind(p)] = Tensor(np.full(2, p + 1, np.float32))
+    np.testing.assert_array_equal(x.numpy(), np.repeat(np.arange(1, 5, dtype=np.float32), 2).reshape(4, 2))
+
+
+def test_a_slice_past_the_end_at_the_variables_max_is_rejected():
+    v = Variable("n", 0, 20)
+    with pytest.raises(ShapeError, match="out of bounds"):
+        Tensor(A)[:, : v.bind(3)]
+
+
+def test_reshape_must_keep_symbolic_dimensions():
+    v = Variable("n", 1, 12)
+    y = Tensor(A)[:, : v.bind(4)]
+    assert y.reshape(2, 1, y.shape[1]).shape[1] == 1
+    with pytest.raises(ShapeError, match="symbolic"):
+        y.reshape(8)
+
+
+def test_jitted_decode_step_with_a_growing_symbolic_slice():
+    L, D = 8, 3
+    pos = Variable("pos", 0, L - 1)
+    cache = Tensor(np.zeros((L, D), np.float32)).contiguous().realize()
+    ref = np.zeros((L, D), np.float32)
+
+    @tolk.jit
+    def step(c, x, p):
+        c[p] = x
+        return c[: p + 1].sum(0)
+
+    for p in range(L):
+        xa = np.linspace(0, 1, D, dtype=np.float32) + p
+        out = step(cache, Tensor(xa), pos.bind(p))
+        ref[p] = xa
+        np.testing.assert_allclose(out.numpy(), ref[: p + 1].sum(0), rtol=1e-6)
