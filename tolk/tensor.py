@@ -905,47 +905,60 @@ class Tensor:
         return x + bias if bias is not None else x
 
     def embedding(self, weight: Tensor) -> Tensor:
-        """``idx.embedding(weight)``: rows of `weight` (vocab, dim) picked by integer `self`."""
-        if self.dtype.is_float:
-            raise TypeError(f"embedding indices must be integers, got {self.dtype.name}")
-        vocab = weight.shape[0]
-        onehot = self.unsqueeze(-1) == Tensor.arange(vocab, device=self.device)
-        return onehot.cast(weight.dtype) @ weight
+        """``idx.embedding(weight)``: rows of `weight` (vocab, ...) picked by integer `self`.
 
-    def _pool(self, k: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...]) -> Tensor:
-        """Sliding windows over the last len(k) axes: (..., *out, *k)."""
+        Out-of-range indices are an error at run time (numpy's IndexError semantics are not
+        available lazily, so they are clipped to the valid range; see `gather`)."""
+        return weight.gather(self)
+
+    def gather(self, idx: Tensor) -> Tensor:
+        """``self[idx]`` along axis 0 for an integer tensor `idx`: shape idx.shape + self.shape[1:].
+
+        Indices are clipped to ``[0, len(self) - 1]`` (a lazy program cannot raise mid-run)."""
+        if not isinstance(idx, Tensor) or idx.dtype.is_float or idx.dtype is dtypes.bool:
+            raise TypeError(f"gather indices must be an integer Tensor, got {getattr(idx, 'dtype', idx)}")
+        if self.ndim == 0:
+            raise ShapeError("gather needs a tensor with at least one axis")
+        if idx.device != self.device:
+            raise DeviceError(f"gather indices on {idx.device}, values on {self.device}")
+        return Tensor(UOp(Ops.GATHER, self.dtype, (self.uop, idx.uop)))
+
+    def _windows(self, k, stride, dilation):
+        """(offsets, window view) pairs: for each kernel offset, the strided view of the last
+        len(k) axes that it sees (sliding windows without stacking them)."""
         nk = len(k)
-        lead, spatial = self.shape[:-nk], self.shape[-nk:]
+        spatial = self.shape[-nk:]
         outs = tuple((s - d * (kk - 1) - 1) // st + 1 for s, kk, st, d in zip(spatial, k, stride, dilation))
         if any(o <= 0 for o in outs):
             raise ShapeError(f"window {k} with dilation {dilation} does not fit input {spatial}")
-        x = self
-        windows = []
         for offs in np.ndindex(*k):
             sl = tuple(slice(o * d, o * d + (n - 1) * st + 1, st)
                        for o, d, n, st in zip(offs, dilation, outs, stride))
-            windows.append(x[(Ellipsis, *sl)])
-        w = Tensor.stack(*windows, dim=-1)
-        return w.reshape(lead + outs + k)
+            yield offs, self[(Ellipsis, *sl)]
 
     def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1,
                dilation=1, padding=0) -> Tensor:
-        """2-D convolution (cross-correlation), NCHW input and (Cout, Cin/groups, KH, KW) weight."""
+        """2-D convolution (cross-correlation), NCHW input and (Cout, Cin/groups, KH, KW) weight.
+
+        Computed as a sum over kernel offsets of (window view x weight slice) contractions,
+        which fuse into one kernel of per-offset matrix products."""
         if self.ndim != 4 or weight.ndim != 4:
             raise ShapeError(f"conv2d needs 4-D input and weight, got {self.shape} and {weight.shape}")
-        n, cin, _, _ = self.shape
+        n, cin = self.shape[:2]
         cout, cin_g, kh, kw = weight.shape
         if cin != cin_g * groups or cout % groups:
             raise ShapeError(f"conv2d: input channels {cin} != {cin_g}*groups({groups}) or "
                              f"output channels {cout} not divisible by groups")
-        st, dl = _pair(stride), _pair(dilation)
         pads = _conv_padding(padding)
         x = self.pad(((0, 0), (0, 0), pads[0], pads[1]))
-        win = x._pool((kh, kw), st, dl)  # n, cin, oh, ow, kh, kw
-        oh, ow = win.shape[2:4]
-        win = win.reshape(n, groups, 1, cin_g, oh, ow, kh, kw)
-        wt = weight.reshape(1, groups, cout // groups, cin_g, 1, 1, kh, kw)
-        out = (win * wt).sum((3, 6, 7)).reshape(n, cout, oh, ow)
+        out = None
+        for (i, j), win in x._windows((kh, kw), _pair(stride), _pair(dilation)):
+            oh, ow = win.shape[2:]
+            xs = win.reshape(n, groups, 1, cin_g, oh, ow)
+            wij = weight[:, :, i, j].reshape(1, groups, cout // groups, cin_g, 1, 1)
+            term = (xs * wij).sum(3)
+            out = term if out is None else out + term
+        out = out.reshape(n, cout, oh, ow)
         return out + bias.reshape(1, cout, 1, 1) if bias is not None else out
 
     def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0) -> Tensor:
@@ -955,15 +968,21 @@ class Tensor:
         if any(p for pp in pads for p in pp):
             lowest = -math.inf if x.dtype.is_float else int(np.iinfo(x.dtype.np).min)
             x = x.pad(((0, 0),) * (x.ndim - 2) + tuple(pads), value=lowest)
-        win = x._pool(k, _pair(stride) if stride is not None else k, _pair(dilation))
-        return win.max((-2, -1))
+        out = None
+        for _, win in x._windows(k, _pair(stride) if stride is not None else k, _pair(dilation)):
+            out = win if out is None else out.maximum(win)
+        return out
 
     def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0) -> Tensor:
+        """Average over each window, padding included in the count (PyTorch's default)."""
         k = _pair(kernel_size)
         pads = _conv_padding(padding)
-        x = self.pad(((0, 0),) * (self.ndim - 2) + tuple(pads)) if any(p for pp in pads for p in pp) else self
-        win = x._pool(k, _pair(stride) if stride is not None else k, _pair(dilation))
-        return win.mean((-2, -1))
+        x = self._float()
+        x = x.pad(((0, 0),) * (x.ndim - 2) + tuple(pads)) if any(p for pp in pads for p in pp) else x
+        out = None
+        for _, win in x._windows(k, _pair(stride) if stride is not None else k, _pair(dilation)):
+            out = win if out is None else out + win
+        return out * (1 / (k[0] * k[1]))
 
     # -- realization --------------------------------------------------------------------------
 

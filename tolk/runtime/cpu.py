@@ -99,6 +99,41 @@ class _Codegen:
                 mul = n.src[0]
                 self.skip.add(mul)
                 self.skip.update(x for x in mul.src if x.op is Ops.EXPAND and x.src[0] in ops)
+        # sums of padded values (how concatenation is written) add each value into its
+        # region of one zeroed array, instead of padding every value to the full shape
+        self.padsums: dict[UOp, list[UOp]] = {}
+        for n in reversed(self.nodes):
+            if n.op is Ops.ADD and n not in self.skip:
+                inner, leaves = self._add_tree(n)
+                if sum(1 for x in leaves if x.op is Ops.PAD and self.users.get(x, 0) == 1) >= 2:
+                    self.padsums[n] = leaves
+                    self.skip.update(inner)
+                    self.skip.update(x for x in leaves if x.op is Ops.PAD and self.users.get(x, 0) == 1)
+
+    def _add_tree(self, root: UOp) -> tuple[list[UOp], list[UOp]]:
+        """Single-use ADD nodes under `root` and the leaves of that sum."""
+        inner, leaves, todo = [], [], list(reversed(root.src))
+        while todo:
+            x = todo.pop()
+            if x.op is Ops.ADD and self.users.get(x, 0) == 1 and x not in self.skip:
+                inner.append(x)
+                todo.extend(reversed(x.src))
+            else:
+                leaves.append(x)
+        return inner, leaves
+
+    def padsum(self, n: UOp) -> None:
+        name = f"v{len(self.names)}"
+        self.names[n] = name
+        cdt = self.const(compute_np(n.dtype))
+        self.lines.append(f"    {name} = np.zeros({shape_code(shape_of(n))}, dtype={cdt})")
+        for leaf in self.padsums[n]:
+            if leaf in self.skip:  # a single-use PAD: add its source into its region
+                src_shape = shape_of(leaf.src[0])
+                idx = ", ".join(f"{b}:{b} + {_dim_code(d)}" for (b, _), d in zip(leaf.arg, src_shape))
+                self.lines.append(f"    {name}[{idx},] += {self.names[leaf.src[0]]}")
+            else:
+                self.lines.append(f"    {name} += {self.names[leaf]}")
 
     def const(self, value: object) -> str:
         self.consts.append(value)
@@ -112,6 +147,9 @@ class _Codegen:
     def run(self) -> str:
         for n in self.nodes:
             if n in self.skip:
+                continue
+            if n in self.padsums:
+                self.padsum(n)
                 continue
             self.node(n)
         return "def kernel(b, vv, c):\n" + "\n".join(self.lines or ["    pass"]) + "\n"
@@ -142,6 +180,8 @@ class _Codegen:
             self.emit(n, self.bitcast(n, s[0]))
         elif op is Ops.REDUCE_AXIS:
             self.emit(n, self.reduce(n, s[0], cdt))
+        elif op is Ops.GATHER:
+            self.emit(n, f"np.take({s[0]}, {s[1]}, axis=0, mode='clip')")
         elif op in GroupOp.Movement:
             self.emit(n, self.movement(n, s[0]))
         elif op is Ops.STORE:

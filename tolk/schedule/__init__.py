@@ -60,6 +60,8 @@ def _unwrap(s: UOp) -> UOp:
 
 def _states(arg: UOp) -> list[UOp]:
     """The buffer states (AFTER | BUFFER | PARAM) an argument reads; MSTACK/MSELECT join them."""
+    if arg.op in _STATE_OPS:  # the common case: the argument is a state already
+        return [arg]
     out, todo = [], [arg]
     while todo:
         s = _unwrap(todo.pop())
@@ -93,6 +95,8 @@ class _Buffers:
         self.memo: dict[UOp, UOp] = {}
 
     def of(self, s: UOp) -> UOp:
+        if s.op is Ops.BUFFER or s.op is Ops.PARAM:
+            return s
         memo = self.memo
         if s in memo:
             return memo[s]
@@ -153,42 +157,44 @@ def create_schedule(sched_sink: UOp) -> UOp:
     children: dict[UOp, list[UOp]] = {}
     in_degree: dict[UOp, int] = {}
     supersede: dict[UOp, list[tuple[UOp, list[UOp]]]] = {}  # state -> (AFTER, new writers)
-    reads: list[tuple[UOp, UOp, UOp]] = []  # (AFTER, kernel, state it reads)
-    seen_reads: set[UOp] = set()
+    reads: list[tuple[UOp, UOp, list[UOp]]] = []  # (AFTER, kernel, states it reads)
+    writers: dict[UOp, list[UOp]] = {}  # AFTER -> the kernels among its children
 
-    def edge(a: UOp, b: UOp) -> None:
-        children.setdefault(a, []).append(b)
-        in_degree[b] += 1
+    def kernels_of(after: UOp) -> list[UOp]:
+        if after not in writers:
+            writers[after] = _split_after(after)[0]
+        return writers[after]
 
     for u in sched_sink.toposort(enter=_enter_kernel_graph):
         if u.op is not Ops.AFTER:
             continue
         kernels, deps = _split_after(u)
+        writers[u] = kernels
         prev = _unwrap(u.src[0])
-        prev_kernels = _split_after(prev)[0] if prev.op is Ops.AFTER else ()
+        prev_kernels = kernels_of(prev) if prev.op is Ops.AFTER else ()
         supersede.setdefault(prev, []).append((u, [k for k in kernels if k not in prev_kernels]))
         dep_states = [st for d in deps for st in _states(d)]
         for k in kernels:
             in_degree.setdefault(k, 0)
             call = _kernel_call(k)
+            read = [st for a in call.src[1:] if a.op is not Ops.BIND for st in _states(a)]
+            reads.append((u, k, read))
             ordering = dep_states + [st for x in k.src[1:] for st in _states(x)] \
                 if k.op is Ops.END else dep_states
-            read = [st for a in call.src[1:] if a.op is not Ops.BIND for st in _states(a)]
-            if (u, k) not in seen_reads:
-                seen_reads.add((u, k))
-                reads.extend((u, k, st) for st in read)
-            for st in read + ordering:
+            for st in read + ordering:  # read-after-write
                 if st.op is Ops.AFTER:
-                    for t in _split_after(st)[0]:
-                        in_degree.setdefault(t, 0)
-                        edge(t, k)
-    for u, k, s in reads:
-        for a, writers in supersede.get(s, ()):
-            if a is u:
-                continue
-            for t in writers:
-                if t is not k:
-                    edge(k, t)
+                    for t in kernels_of(st):
+                        children.setdefault(t, []).append(k)
+                        in_degree[k] += 1
+    for u, k, read in reads:  # write-after-read
+        for s in read:
+            for a, new_writers in supersede.get(s, ()):
+                if a is u:
+                    continue
+                for t in new_writers:
+                    if t is not k:
+                        children.setdefault(k, []).append(t)
+                        in_degree[t] += 1
     return UOp(Ops.LINEAR, src=tuple(_linearize(children, in_degree)))
 
 
@@ -196,7 +202,7 @@ def _linearize(children: dict[UOp, list[UOp]], in_degree: dict[UOp, int]) -> lis
     """Kahn's algorithm, FIFO among ready kernels; emits the calls with buffer args unwrapped."""
     bufs = _Buffers()
     queue = deque(k for k, d in in_degree.items() if d == 0)
-    remaining = dict(in_degree)
+    remaining = in_degree  # consumed in place
     out: list[UOp] = []
     while queue:
         k = queue.popleft()

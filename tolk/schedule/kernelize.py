@@ -14,7 +14,9 @@ Fusion rules. A node gets its own buffer (is *realized*, ending a kernel) when i
    reduction must be finished before any element of the broadcast can be computed;
 5. a REDUCE_AXIS that would otherwise be part of two or more kernels: a reduction is never
    computed twice;
-6. the value of an assign that reads the buffer being written other than element for element
+6. the source of a GATHER that is not already a whole buffer (it is read at data-dependent
+   places);
+7. the value of an assign that reads the buffer being written other than element for element
    through the written view (e.g. ``x[1:].assign(x[:-1])``): it is computed into a temporary
    first, so the store cannot corrupt what is still to be read.
 Everything else fuses into the kernels that consume it: elementwise chains and diamonds of
@@ -96,6 +98,9 @@ class _Kernelizer:
                 self.realized[n] = None
             if n.op is Ops.COPY and not self.is_whole_buffer(n.src[0]):
                 self.realized[n.src[0]] = None
+            # a gather reads its source at data-dependent places: it must be a buffer
+            if n.op is Ops.GATHER and not self.is_whole_buffer(n.src[0]):
+                self.realized[n.src[0]] = None
         for n in self.nodes:
             if n.op is Ops.AFTER:
                 self.check_assign_hazard(n)
@@ -109,26 +114,27 @@ class _Kernelizer:
         return x.op in _BASE_STATES or x in self.realized
 
     def realize_expanded_reduces(self) -> bool:
-        pending: dict[UOp, frozenset[UOp]] = {}
-        before = len(self.realized)
-        empty: frozenset[UOp] = frozenset()
+        """Rule 4. At each EXPAND over a value that holds an unfinished reduction, realize the
+        first non-movement node under the EXPAND: the reduction with its epilogue, whole."""
+        pending: dict[UOp, bool] = {}
+        changed = False
         for n in self.nodes:
             if n in self.realized or self.is_leaf(n):
-                pending[n] = empty
+                pending[n] = False
                 continue
-            below = empty.union(*(pending.get(s, empty) for s in n.src)) if n.src else empty
+            below = n.op is Ops.REDUCE_AXIS or any(pending.get(s, False) for s in n.src)
             if n.op is Ops.EXPAND and below:
-                for r in below:
-                    self.realized[r] = None
-                below = empty
-            elif n.op is Ops.REDUCE_AXIS:
-                below = below | {n}
+                m = n.src[0]
+                while m.op in GroupOp.Movement and m not in self.realized:
+                    m = m.src[0]
+                # `pending` may be stale after earlier realizations in this pass: check afresh
+                if m not in self.realized and any(x.op is Ops.REDUCE_AXIS for x in self.kernel_nodes(m)):
+                    self.realized[m] = None
+                    changed = True
+                    pending[m] = False
+                below = False
             pending[n] = below
-        if len(self.realized) != before:
-            # realizing one reduce changes what its parents see; recompute from scratch
-            self.realize_expanded_reduces()
-            return True
-        return False
+        return changed
 
     def realize_shared_reduces(self) -> bool:
         member: dict[UOp, set[UOp]] = {}

@@ -68,6 +68,7 @@ class Ops(enum.IntEnum):
     CAST = enum.auto()
     BITCAST = enum.auto()
     REDUCE_AXIS = enum.auto()
+    GATHER = enum.auto()
     # movement (tensor graph only)
     RESHAPE = enum.auto()
     PERMUTE = enum.auto()

@@ -107,6 +107,8 @@ def _infer(u: UOp) -> Shape:
         return tuple(s + b + a for s, (b, a) in zip(src, arg))
     if op is Ops.SHRINK:
         return tuple(e - b for b, e in arg)
+    if op is Ops.GATHER:
+        return shape_of(u.src[1]) + src[1:]
     if op is Ops.REDUCE_AXIS:
         axes = arg[1]
         return tuple(1 if i in axes else s for i, s in enumerate(src))

@@ -1,0 +1,228 @@
+"""Benchmark the schedule stage: `create_schedule` and `memory_plan_rewrite` per kernel.
+
+Synthetic kernel graphs of 1k, 10k and 100k kernels, built by hand as in
+tests/schedule_helpers.py (a kernel is ``CALL(SINK(arg=KernelInfo(name)), *args)``, a written
+state is ``AFTER(prev_state, kernel)``; intermediates are internal BUFFERs):
+
+- chain:     each kernel reads the previous kernel's output buffer.
+- diamond:   repeated fan-out/fan-in, a -> (b, c) -> d -> (e, f) -> g ...
+- fan-in:    many independent producers, then a tree of consumers reading 32 at a time.
+- assign:    one user buffer updated in place n/2 times, a reader of every intermediate
+             state (n/2 writers + n/2 readers = n kernels).
+
+Shapes that do not divide evenly are padded with chain kernels so every graph has exactly
+n kernels. Kernel names are unique, so no two kernels hash-cons into one node. Graph
+construction is not timed. Each repeat runs ``lin = create_schedule(sink)`` then
+``memory_plan_rewrite(lin, held)`` (held: the user input/output buffers), timed separately
+with `time.perf_counter` (``--clock process_time`` for CPU time on a loaded machine);
+``gc.collect()`` runs before and the garbage collector is off during each timed repeat,
+and both results are freed before the next repeat so every repeat builds its LINEAR cold
+(no intern-table hits). Reported: medians over the repeats.
+
+`memory_plan_rewrite` is skipped where its projected time for one run (extrapolated from the
+previous size with the measured growth exponent) exceeds ``--plan-budget`` seconds; pass
+``--full`` to run it anyway.
+
+Run: ``python bench/bench_schedule.py`` from the repository root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+try:
+    import tolk  # noqa: F401  (PYTHONPATH or an install wins over the checkout)
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tolk.dtype import dtypes
+from tolk.schedule import create_schedule, memory_plan_rewrite
+from tolk.uop import KernelInfo, Ops, UOp
+
+F32 = dtypes.float32
+SIZES = (1_000, 10_000, 100_000)
+REPEATS = {1_000: 11, 10_000: 5, 100_000: 3}  # sizes not listed: 1
+FAN_IN = 32
+SCALING_GOAL = 1.3  # create_schedule µs/kernel at 100k over that at 1k
+SPEED_GOAL_US = 20.0  # create_schedule µs/kernel at 10k
+
+
+# ---------------------------------------------------------------------------------------------
+# graph builders: (sink, held user buffers)
+
+
+class _Graph:
+    """Builds kernels with unique names; sizes vary so the planner's size order matters."""
+
+    def __init__(self, tag: str):
+        self.tag, self.count = tag, 0
+
+    def tmp(self) -> UOp:
+        return UOp.internal_buffer(F32, 256 * (1 + self.count % 7))
+
+    def write(self, out: UOp, *reads: UOp) -> UOp:
+        """`out` after a fresh kernel that writes it and reads `reads`."""
+        ast = UOp(Ops.SINK, dtypes.void, (), KernelInfo(f"{self.tag}_{self.count}"))
+        self.count += 1
+        return UOp(Ops.AFTER, out.dtype, (out, UOp(Ops.CALL, dtypes.void, (ast, out, *reads))))
+
+    def pad(self, x: UOp, n: int) -> UOp:
+        """Chain kernels after `x` until the graph has `n` kernels."""
+        while self.count < n:
+            x = self.write(self.tmp(), x)
+        return x
+
+
+def chain(n: int) -> tuple[UOp, list[UOp]]:
+    g, inp, out = _Graph(f"chain{n}"), UOp.buffer(F32, 256), UOp.buffer(F32, 256)
+    x = g.pad(g.write(g.tmp(), inp), n - 1)
+    return UOp.sink(g.write(out, x)), [inp, out]
+
+
+def diamond(n: int) -> tuple[UOp, list[UOp]]:
+    g, inp, out = _Graph(f"diamond{n}"), UOp.buffer(F32, 256), UOp.buffer(F32, 256)
+    a = g.write(g.tmp(), inp)
+    while g.count + 3 <= n - 1:
+        b, c = g.write(g.tmp(), a), g.write(g.tmp(), a)
+        a = g.write(g.tmp(), b, c)
+    return UOp.sink(g.write(out, g.pad(a, n - 1))), [inp, out]
+
+
+def _tree_kernels(producers: int) -> int:
+    total, level = producers, producers
+    while level > 1:
+        level = math.ceil(level / FAN_IN)
+        total += level
+    return total
+
+
+def fan_in(n: int) -> tuple[UOp, list[UOp]]:
+    g, inp, out = _Graph(f"fanin{n}"), UOp.buffer(F32, 256), UOp.buffer(F32, 256)
+    producers = n
+    while _tree_kernels(producers) > n - 1:
+        producers -= 1
+    level = [g.write(g.tmp(), inp) for _ in range(producers)]
+    while len(level) > 1:
+        level = [g.write(g.tmp(), *level[i:i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
+    return UOp.sink(g.write(out, g.pad(level[0], n - 1))), [inp, out]
+
+
+def assign(n: int) -> tuple[UOp, list[UOp]]:
+    g, x = _Graph(f"assign{n}"), UOp.buffer(F32, 256)
+    state, readers = x, []
+    for _ in range(n // 2):
+        state = g.write(state, state)  # in place: overwrites and reads the current state
+        readers.append(g.write(g.tmp(), state))
+    return UOp.sink(state, *readers), [x]
+
+
+SHAPES: dict[str, Callable[[int], tuple[UOp, list[UOp]]]] = {
+    "chain": chain, "diamond": diamond, "fan-in": fan_in, "assign": assign,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# timing
+
+
+def run_once(sink: UOp, held: list[UOp], n: int, plan: bool,
+             clock: Callable[[], float] = time.perf_counter) -> tuple[float, float | None]:
+    """Seconds for create_schedule and (if `plan`) memory_plan_rewrite, GC off, cold results."""
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = clock()
+        lin = create_schedule(sink)
+        t1 = clock()
+        planned = memory_plan_rewrite(lin, held, enabled=True) if plan else None
+        t2 = clock()
+    finally:
+        gc.enable()
+    if len(lin.src) != n:
+        raise AssertionError(f"expected {n} kernels in the LINEAR, got {len(lin.src)}")
+    del lin, planned  # freed before the next repeat: its CALLs are rebuilt, not interned hits
+    return t1 - t0, (t2 - t1) if plan else None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    ap.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES))
+    ap.add_argument("--full", action="store_true", help="never skip memory_plan_rewrite")
+    ap.add_argument("--plan-budget", type=float, default=60.0,
+                    help="skip memory_plan_rewrite when one run is projected above this (s)")
+    ap.add_argument("--clock", choices=("perf_counter", "process_time"), default="perf_counter",
+                    help="process_time counts CPU time only: steadier on a loaded machine")
+    opts = ap.parse_args()
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+
+    clock = getattr(time, opts.clock)
+    reps = ", ".join(f"{n}: {REPEATS.get(n, 1)}" for n in opts.sizes)
+    print(f"Python {sys.version.split()[0]}; time.{opts.clock}; "
+          f"medians of repeats per size ({reps}); "
+          "gc.collect() before and gc.disable() during every timed repeat; "
+          "graph construction not timed.\n")
+    rows: list[str] = []
+    per_kernel: dict[tuple[str, int], tuple[float, float | None]] = {}
+    notes: list[str] = []
+    for shape in opts.shapes:
+        prev: tuple[int, float] | None = None  # (n, plan seconds) of the last planned size
+        growth = 2.0  # assumed exponent of the planner's time in n until measured
+        for n in opts.sizes:
+            sink, held = SHAPES[shape](n)
+            plan = True
+            if prev is not None and not opts.full:
+                projected = prev[1] * (n / prev[0]) ** growth
+                if projected > opts.plan_budget:
+                    plan = False
+                    notes.append(f"{shape} {n}: memory_plan_rewrite skipped, projected "
+                                 f"{projected:.0f} s for one run (growth n^{growth:.2f}); "
+                                 "--full runs it")
+            runs = [run_once(sink, held, n, plan, clock) for _ in range(REPEATS.get(n, 1))]
+            del sink, held
+            sched = statistics.median(r[0] for r in runs)
+            mem = statistics.median(r[1] for r in runs) if plan else None
+            if mem is not None:
+                if prev is not None:
+                    growth = max(1.0, math.log(mem / prev[1]) / math.log(n / prev[0]))
+                prev = (n, mem)
+            per_kernel[shape, n] = (sched / n * 1e6, mem / n * 1e6 if mem is not None else None)
+            s_us, m_us = per_kernel[shape, n]
+            m_cell = f"{m_us:.1f}" if m_us is not None else "skipped"
+            t_cell = f"{s_us + m_us:.1f}" if m_us is not None else "n/a"
+            rows.append(f"| {shape} | {n} | {s_us:.1f} | {m_cell} | {t_cell} |")
+            print(f"  done: {shape} {n}", file=sys.stderr, flush=True)
+
+    print("| shape | kernels | create_schedule µs/kernel | memory_plan_rewrite µs/kernel "
+          "| total µs/kernel |")
+    print("|---|---:|---:|---:|---:|")
+    print("\n".join(rows))
+    lo, mid, hi = min(opts.sizes), 10_000, max(opts.sizes)
+    print(f"\ncreate_schedule per-kernel ratio {hi // 1000}k/{lo // 1000}k "
+          f"(goal <= {SCALING_GOAL}):")
+    for shape in opts.shapes:
+        r = per_kernel[shape, hi][0] / per_kernel[shape, lo][0]
+        m_lo, m_hi = per_kernel[shape, lo][1], per_kernel[shape, hi][1]
+        m = f"{m_hi / m_lo:.2f}" if m_lo and m_hi else "n/a (skipped)"
+        print(f"- {shape}: {r:.2f} {'ok' if r <= SCALING_GOAL else 'MISSED'}"
+              f" (memory_plan_rewrite: {m})")
+    if mid in opts.sizes:
+        print(f"\ncreate_schedule at {mid} kernels (goal < {SPEED_GOAL_US:.0f} µs/kernel):")
+        for shape in opts.shapes:
+            us = per_kernel[shape, mid][0]
+            print(f"- {shape}: {us:.1f} µs/kernel {'ok' if us < SPEED_GOAL_US else 'MISSED'}")
+    if notes:
+        print("\nNotes:")
+        for note in notes:
+            print(f"- {note}")
+
+
+if __name__ == "__main__":
+    main()
