@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 import tolk
+
+# Sub-commands: each module's register(subparsers) adds its parser and sets `run`.
+SUBCOMMANDS = (
+    "tolk.demo",
+    "tolk.inspect_script",
+    "tolk.plan_cli",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -14,7 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="tolk: a tensor compiler layer built around the linear schedule.",
     )
     p.add_argument("--version", action="version", version=f"tolk {tolk.__version__}")
-    p.add_subparsers(dest="command", metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for module in SUBCOMMANDS:
+        importlib.import_module(module).register(sub)
     return p
 
 
@@ -24,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    return 0
+    return args.run(args)
 
 
 if __name__ == "__main__":

@@ -135,3 +135,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     res = run_demo(args.model, args.size, args.html, args.json)
     return 0 if res["max_abs_error"] < 1e-2 else 1
+
+
+def register(subparsers) -> None:
+    """Add the `demo` sub-command to the `tolk` command."""
+    p = subparsers.add_parser("demo", help="run a built-in model through tolk and check it against numpy",
+                              description=__doc__.split("\n\n")[0])
+    add_arguments(p)
+    p.set_defaults(run=main)

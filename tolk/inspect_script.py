@@ -66,3 +66,11 @@ def main(args: argparse.Namespace) -> int:
         names = r["kernel_names"]
         print("    " + ", ".join(names[:8]) + (f", ... ({len(names) - 8} more)" if len(names) > 8 else ""))
     return 0
+
+
+def register(subparsers) -> None:
+    """Add the `schedule` sub-command to the `tolk` command."""
+    p = subparsers.add_parser("schedule", help="run a script and report every schedule it realized",
+                              description=__doc__)
+    add_arguments(p)
+    p.set_defaults(run=main)

@@ -14,9 +14,12 @@ Fusion rules. A node gets its own buffer (is *realized*, ending a kernel) when i
    reduction must be finished before any element of the broadcast can be computed;
 5. a REDUCE_AXIS that would otherwise be part of two or more kernels: a reduction is never
    computed twice;
-6. the source of a GATHER that is not already a whole buffer (it is read at data-dependent
+6. an elementwise value that would be part of two or more kernels and holds another
+   recomputed value that even more kernels use, so that chains such as a residual stream
+   are not recomputed from their start in every kernel that reads them;
+7. the source of a GATHER that is not already a whole buffer (it is read at data-dependent
    places);
-7. the value of an assign that reads the buffer being written other than element for element
+8. the value of an assign that reads the buffer being written other than element for element
    through the written view (e.g. ``x[1:].assign(x[:-1])``): it is computed into a temporary
    first, so the store cannot corrupt what is still to be read.
 Everything else fuses into the kernels that consume it: elementwise chains and diamonds of
@@ -106,7 +109,7 @@ class _Kernelizer:
                 self.check_assign_hazard(n)
         changed = True
         while changed:
-            changed = self.realize_expanded_reduces() | self.realize_shared_reduces()
+            changed = self.realize_shared() | self.realize_expanded_reduces()
 
     def is_whole_buffer(self, x: UOp) -> bool:
         while x.op is Ops.RESHAPE:
@@ -136,7 +139,8 @@ class _Kernelizer:
             pending[n] = below
         return changed
 
-    def realize_shared_reduces(self) -> bool:
+    def realize_shared(self) -> bool:
+        """Rules 5 and 6: values that would be computed in two or more kernels."""
         member: dict[UOp, set[UOp]] = {}
         for n in reversed(self.nodes):
             if n in self.realized:
@@ -149,14 +153,30 @@ class _Kernelizer:
                 if c in self.realized or self.is_leaf(c):
                     continue
                 member.setdefault(c, set()).update(kernels)
-        shared = [n for n in self.nodes if n.op is Ops.REDUCE_AXIS and n not in self.realized
-                  and len(member.get(n, ())) > 1]
-        for n in shared:
-            self.realized[n] = None
-        return bool(shared)
+        changed = False
+        for n in self.nodes:
+            kernels = member.get(n, ())
+            if n in self.realized or len(kernels) < 2:
+                continue
+            if n.op is Ops.REDUCE_AXIS or (n.op in _ELEMENTWISE and self.nests_recompute(n, kernels, member)):
+                self.realized[n] = None
+                changed = True
+        return changed
+
+    def nests_recompute(self, n: UOp, kernels: set[UOp], member: dict[UOp, set[UOp]]) -> bool:
+        """Rule 6: `n` holds another recomputed value that more kernels use than use `n`.
+
+        Recomputing both would compound (a residual stream rebuilt from its start in every
+        later kernel); storing `n` cuts the chain. Values used by the same kernels (the
+        exponentials of a softmax) stay fused."""
+        for x in self.kernel_nodes(n):
+            if x is not n and x in member and x not in self.realized and x.op in _ELEMENTWISE \
+                    and member[x] > kernels:
+                return True
+        return False
 
     def check_assign_hazard(self, after: UOp) -> None:
-        """Rule 6: realize an assign's value that reads the target other than elementwise."""
+        """Rule 8: realize an assign's value that reads the target other than elementwise."""
         state, store = after.src[0], _store_of(after)
         view, value = store.src
         target = _base_buffer(state)
