@@ -5,28 +5,31 @@ call that uses it (both inclusive), ``size`` in bytes. Output: byte offsets such
 buffers whose lifetimes intersect never intersect in bytes, and the arena size.
 
 The floor (the peak of live bytes) bounds every plan from below. `assign_offsets` runs a
-small deterministic portfolio and stops as soon as a plan reaches the floor:
+small deterministic portfolio, cheapest first, and stops as soon as a plan reaches the floor:
 
 1. skyline best fit (Sekiyama et al. 2018, "Profile-guided memory optimization for deep
-   neural networks"), placing the largest-area buffer that fits the lowest skyline segment;
+   neural networks"): place the largest-area buffer that fits the lowest skyline segment;
+   the workhorse, at the floor on model-like schedules and best on dense random ones;
 2. sweep best fit: an online best-fit allocator replayed over the known lifetimes (larger
-   buffers first among those born together); it is optimal when all sizes are equal, where
-   the skyline is not;
-3. the skyline again, placing the longest-lived fitting buffer first;
-4. for tiny instances, exact branch and bound over canonical first-fit sequences (the
+   buffers first among those born together); optimal when all sizes are equal, where the
+   skyline is not;
+3. greedy by size, best fit (Pisarchyk & Lee 2020), only while few lifetimes overlap (its
+   cost is the number of overlapping pairs): it fills the narrow gaps the skyline must
+   give up when lifetimes are short and sizes keep changing;
+4. the skyline again, placing the longest-lived fitting buffer first;
+5. for tiny instances, exact branch and bound over canonical first-fit sequences (the
    canonical solutions of Moffitt 2023, "MiniMalloc");
-5. squeaky-wheel optimization (Joslin & Clements 1999): buffers that ended above the floor
-   get higher skyline priority and the skyline reruns, for a number of rounds set by n.
+6. squeaky-wheel optimization (Joslin & Clements 1999) for small instances: buffers that
+   ended above the floor get a higher skyline score and the skyline reruns.
 
-Work is bounded by counts derived from n, never by a clock, so a plan depends only on its
-input. Greedy by size (Pisarchyk & Lee 2020) was measured too and is not used: on every
-benchmark set the skyline matches or beats it, and its conflict scans grow with the number
-of live buffers.
+Work is bounded by counts derived from the input, never by a clock, so a plan depends only
+on its input.
 """
 
 from __future__ import annotations
 
 import heapq
+import operator
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 
@@ -34,13 +37,17 @@ import numpy as np
 
 from tolk.errors import ScheduleError
 
-EXACT_MAX_BUFFERS = 9  # exact search only below this many buffers (its cost is factorial)
+# Work limits: counts, never clocks, so that a plan depends on its input only.
+EXACT_MAX_BUFFERS = 8  # exact search up to this many buffers (its cost is factorial)
 EXACT_NODE_BUDGET = 20_000
 GREEDY_PAIRS = 16  # greedy by size runs while overlapping pairs <= this times n
-SQUEAKY_WORK = 8_000  # buffer placements spent on squeaky-wheel rounds
+SKYLINE_RERUN_BUFFERS = 50_000  # skyline reruns only for up to this many buffers
+SKYLINE_RERUN_SCANS = 300_000_000  # and only if the first run scanned fewer candidates
+SQUEAKY_WORK = 8_000  # buffers placed by all squeaky-wheel rounds together, at most
 SQUEAKY_MAX_ROUNDS = 24
+SQUEAKY_BOOST = 2.0
 _NUMPY_SCAN = 40  # candidate scans longer than this use numpy
-REBUILD_DEAD = 2
+_REBUILD_DEAD = 4  # a skyline view is rebuilt when over 1/_REBUILD_DEAD of it is placed
 
 
 @dataclass(frozen=True)
@@ -76,14 +83,15 @@ def assign_offsets(sizes, firsts, lasts, alignment: int = 256) -> Plan:
     Raises `ScheduleError` (a `ValueError`) for mismatched lengths, a negative size, a
     lifetime with first > last, or an alignment below 1.
     """
-    sizes, firsts, lasts = list(sizes), list(firsts), list(lasts)
+    sizes, firsts, lasts = _ints(sizes), _ints(firsts), _ints(lasts)
     _check(sizes, firsts, lasts, alignment)
     units = [-(-s // alignment) for s in sizes]
     keep = [i for i, u in enumerate(units) if u > 0]
     offsets = [0] * len(sizes)
     if keep:
-        prob = _Problem.build([units[i] for i in keep], [firsts[i] for i in keep],
-                              [lasts[i] for i in keep])
+        prob = _Problem.build(
+            [units[i] for i in keep], [firsts[i] for i in keep], [lasts[i] for i in keep]
+        )
         for i, off in zip(keep, _solve(prob)):
             offsets[i] = off * alignment
     arena = max((o + u * alignment for o, u in zip(offsets, units)), default=0)
@@ -91,13 +99,15 @@ def assign_offsets(sizes, firsts, lasts, alignment: int = 256) -> Plan:
 
 
 def find_overlaps(sizes, firsts, lasts, offsets, limit: int = 100) -> list[tuple[int, int]]:
-    """Pairs ``(i, j)`` of buffers live at a common call whose byte ranges intersect.
+    """Pairs ``(i, j)``, i < j, of buffers live at a common call whose bytes intersect.
 
-    Empty exactly when the plan is valid. For an invalid plan the first overlap in time is
-    always reported; the scan stops after `limit` pairs.
+    Empty exactly when the plan is valid: a sweep over time keeps the live buffers sorted by
+    offset and checks each new one against its neighbours, so the first overlap is always
+    found; once the live set overlaps, later pairs may be missed. Stops at `limit` pairs.
     """
     n = len(sizes)
-    events = sorted([(lasts[i] + 1, 0, i) for i in range(n)] + [(firsts[i], 1, i) for i in range(n)])
+    frees = [(lasts[i] + 1, 0, i) for i in range(n)]  # at a shared step frees go first
+    events = sorted(frees + [(firsts[i], 1, i) for i in range(n)])
     active: list[tuple[int, int, int]] = []  # (offset, end, index), sorted
     found: list[tuple[int, int]] = []
     for _, is_alloc, i in events:
@@ -108,11 +118,10 @@ def find_overlaps(sizes, firsts, lasts, offsets, limit: int = 100) -> list[tuple
             del active[bisect_left(active, item)]
             continue
         k = bisect_left(active, item)
-        for j in range(k - 1, -1, -1):  # lower offsets: disjoint so far means one check
-            if active[j][1] > item[0]:
-                found.append((min(i, active[j][2]), max(i, active[j][2])))
-            elif not found:
+        for j in range(k - 1, -1, -1):  # lower offsets: while all is disjoint, one check
+            if active[j][1] <= item[0]:
                 break
+            found.append((min(i, active[j][2]), max(i, active[j][2])))
         for j in range(k, len(active)):  # equal or higher offsets, up to the new end
             if active[j][0] >= item[1]:
                 break
@@ -121,6 +130,11 @@ def find_overlaps(sizes, firsts, lasts, offsets, limit: int = 100) -> list[tuple
             return found[:limit]
         active.insert(k, item)
     return found
+
+
+def _ints(values) -> list[int]:
+    """Python ints (numpy integers are accepted; floats raise TypeError)."""
+    return [operator.index(v) for v in values]
 
 
 def _check(sizes: list, firsts: list, lasts: list, alignment: int) -> None:
@@ -155,14 +169,14 @@ class _Problem:
 
     @staticmethod
     def build(sizes: list[int], firsts: list[int], lasts: list[int]) -> _Problem:
-        f = np.asarray(firsts, dtype=np.int64)
-        l1 = np.asarray(lasts, dtype=np.int64) + 1
-        points = np.unique(np.concatenate([f, l1]))
-        first = np.searchsorted(points, f).tolist()
-        last = (np.searchsorted(points, l1) - 1).tolist()
-        length = (l1 - f).tolist()
-        return _Problem(sizes, first, last, length, len(points) - 1,
-                        floor_bytes(sizes, first, last))
+        points = sorted(set(firsts).union(l + 1 for l in lasts))
+        rank = {t: k for k, t in enumerate(points)}
+        first = [rank[f] for f in firsts]
+        last = [rank[l + 1] - 1 for l in lasts]
+        length = [l + 1 - f for f, l in zip(firsts, lasts)]
+        return _Problem(
+            sizes, first, last, length, len(points) - 1, floor_bytes(sizes, first, last)
+        )
 
 
 class _Best:
@@ -184,16 +198,18 @@ class _Best:
 
 
 def _solve(prob: _Problem) -> list[int]:
-    """Offsets in units for `prob`: the portfolio of the module docstring."""
+    """Offsets in units for `prob`: the portfolio of the module docstring, cheapest first."""
     n = len(prob.sizes)
     best = _Best(prob)
     area = [s * l for s, l in zip(prob.sizes, prob.length)]
-    first_sky = _skyline(prob, area)
+    first_sky, scanned = _skyline(prob, area)
     best.offer(first_sky)
+    affordable = n <= SKYLINE_RERUN_BUFFERS and scanned <= SKYLINE_RERUN_SCANS
     steps = [
         lambda: _sweep_best_fit(prob),
         lambda: _greedy_by_size(prob) if _overlap_pairs(prob) <= GREEDY_PAIRS * n else None,
-        lambda: _skyline(prob, _lexicographic(prob.length, prob.sizes)),
+        lambda: _skyline(prob, _lexicographic(prob.length, prob.sizes))[0] if affordable else None,
+        lambda: _exact(prob, best.arena) if n <= EXACT_MAX_BUFFERS else None,
     ]
     for step in steps:
         if best.done:
@@ -201,13 +217,8 @@ def _solve(prob: _Problem) -> list[int]:
         offsets = step()
         if offsets is not None:
             best.offer(offsets)
-    if not best.done and n < EXACT_MAX_BUFFERS:
-        exact = _exact(prob, best.arena)
-        if exact is not None:
-            best.offer(exact)
-    if not best.done:
-        rounds = min(SQUEAKY_MAX_ROUNDS, SQUEAKY_WORK // n)
-        _squeaky_wheel(prob, best, area, first_sky, rounds)
+    rounds = min(SQUEAKY_MAX_ROUNDS, SQUEAKY_WORK // n) if affordable else 0
+    _squeaky_wheel(prob, best, area, first_sky, rounds)
     return best.offsets
 
 
@@ -217,20 +228,21 @@ def _lexicographic(major: list[int], minor: list[int]) -> list[float]:
     return [float(a * len(ranks) + ranks[b]) for a, b in zip(major, minor)]
 
 
-def _squeaky_wheel(prob: _Problem, best: _Best, base: list[int], offsets: list[int],
-                   rounds: int) -> None:
+def _squeaky_wheel(
+    prob: _Problem, best: _Best, base: list[int], offsets: list[int], rounds: int
+) -> None:
     """Squeaky-wheel rounds: raise the skyline score of each buffer that ended above the
-    floor, in proportion to how far above, and rerun the skyline."""
+    floor, in proportion to how far above, and rerun the skyline from those scores."""
     sizes = np.asarray(prob.sizes, dtype=np.float64)
     score = np.asarray(base, dtype=np.float64)
     for _ in range(rounds):
-        top = np.asarray(offsets, dtype=np.float64) + sizes
-        over = np.maximum(top - prob.floor, 0.0)
-        score = score * (1.0 + 0.5 * over / (top.max() - prob.floor + 1.0))
-        offsets = _skyline(prob, score.tolist())
-        best.offer(offsets)
         if best.done:
             return
+        top = np.asarray(offsets, dtype=np.float64) + sizes
+        over = np.maximum(top - prob.floor, 0.0)
+        score = score * (1.0 + SQUEAKY_BOOST * over / (top.max() - prob.floor + 1.0))
+        offsets = _skyline(prob, score.tolist())[0]
+        best.offer(offsets)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,11 +253,12 @@ class _View:
     """Unplaced buffers sorted by one end of their lifetime (`key`), ties by index.
 
     `start[t]` is the first position whose key is >= t. Placed buffers keep their position
-    with score -1 until they are more than an eighth of the view, then the view is rebuilt.
+    with score -1 until they are more than 1/_REBUILD_DEAD of the view, then it is rebuilt.
     """
 
-    def __init__(self, ids: np.ndarray, key: np.ndarray, other: np.ndarray,
-                 score: np.ndarray, steps: int):
+    def __init__(
+        self, ids: np.ndarray, key: np.ndarray, other: np.ndarray, score: np.ndarray, steps: int
+    ):
         self.steps = steps
         self.pos_array = np.zeros(len(ids), dtype=np.int64)
         self._rebuild(ids, key, other, score)
@@ -263,7 +276,7 @@ class _View:
         self.score[p] = -1.0
         self.score_l[p] = -1.0
         self.dead += 1
-        if self.dead * REBUILD_DEAD > len(self.ids_l) + 64:
+        if self.dead * _REBUILD_DEAD > len(self.ids_l) + 64:
             live = self.score >= 0
             self._rebuild(self.ids[live], self.key[live], self.other[live], self.score[live])
 
@@ -283,9 +296,9 @@ class _Candidates:
         last = np.asarray(prob.last, dtype=np.int64)
         by_first = np.lexsort((np.arange(n), first))
         by_last = np.lexsort((np.arange(n), last))
-        self.by_first = _View(by_first, first[by_first], last[by_first], sc[by_first],
-                              prob.steps)
+        self.by_first = _View(by_first, first[by_first], last[by_first], sc[by_first], prob.steps)
         self.by_last = _View(by_last, last[by_last], first[by_last], sc[by_last], prob.steps)
+        self.scanned = 0
 
     def pick(self, s: int, e: int) -> int:
         """The buffer to place on [s, e], or -1 when none fits."""
@@ -293,7 +306,9 @@ class _Candidates:
         a0, a1 = vf.start[s], vf.start[e + 1]
         b0, b1 = vl.start[s], vl.start[e + 1]
         if a1 - a0 <= b1 - b0:
+            self.scanned += a1 - a0
             return _scan(vf, a0, a1, e, True)
+        self.scanned += b1 - b0
         return _scan(vl, b0, b1, s, False)
 
     def remove(self, i: int) -> None:
@@ -318,8 +333,8 @@ def _scan(v: _View, lo: int, hi: int, bound: int, at_most: bool) -> int:
     return v.ids_l[j] if j >= 0 else -1
 
 
-def _skyline(prob: _Problem, score: list[float]) -> list[int]:
-    """Skyline best fit (Sekiyama et al. 2018).
+def _skyline(prob: _Problem, score: list[float]) -> tuple[list[int], int]:
+    """Skyline best fit (Sekiyama et al. 2018): (offsets, candidate positions scanned).
 
     The skyline splits time into segments with a height each, at or above every placed
     buffer. Repeatedly take the lowest segment (leftmost on ties); place on it the
@@ -344,7 +359,7 @@ def _skyline(prob: _Problem, score: list[float]) -> list[int]:
         offsets[i] = h
         left -= 1
         sky.place(s, e, first[i], last[i], h + sizes[i])
-    return offsets
+    return offsets, cand.scanned
 
 
 class _Sky:
@@ -416,13 +431,13 @@ def _sweep_best_fit(prob: _Problem) -> list[int]:
     for i in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
         born[prob.first[i]].append(i)
         dies[prob.last[i] + 1].append(i)
-    heap = _FreeBlocks()
+    blocks = _FreeBlocks()
     offsets = [0] * len(sizes)
     for t in range(steps):
         for i in dies[t]:
-            heap.free(offsets[i], sizes[i])
+            blocks.free(offsets[i], sizes[i])
         for i in born[t]:
-            offsets[i] = heap.alloc(sizes[i])
+            offsets[i] = blocks.alloc(sizes[i])
     return offsets
 
 
@@ -535,15 +550,18 @@ def _exact(prob: _Problem, upper: int) -> list[int] | None:
     """
     n = len(prob.sizes)
     sizes, first, last = prob.sizes, prob.first, prob.last
-    conflicts = [[j for j in range(n) if j != i and first[i] <= last[j] and first[j] <= last[i]]
-                 for i in range(n)]
+    conflicts = [
+        [j for j in range(n) if j != i and first[i] <= last[j] and first[j] <= last[i]]
+        for i in range(n)
+    ]
     offsets = [-1] * n
     state = {"best": upper, "plan": None, "nodes": 0}
 
     def lowest(i: int) -> int:
         cur = 0
-        for o, e in sorted((offsets[j], offsets[j] + sizes[j]) for j in conflicts[i]
-                           if offsets[j] >= 0):
+        for o, e in sorted(
+            (offsets[j], offsets[j] + sizes[j]) for j in conflicts[i] if offsets[j] >= 0
+        ):
             if o - cur >= sizes[i]:
                 break
             cur = max(cur, e)

@@ -1,0 +1,248 @@
+"""Offset assignment: validity, optimality where the floor is attainable, determinism."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tolk.errors import ScheduleError
+from tolk.schedule.planner import Plan, assign_offsets, find_overlaps, floor_bytes
+
+
+def _round(size: int, alignment: int) -> int:
+    return -(-size // alignment) * alignment
+
+
+def assert_valid(sizes, firsts, lasts, alignment: int, plan: Plan) -> None:
+    """No two buffers live at a common call share a byte; offsets aligned; arena is the top."""
+    n = len(sizes)
+    spans = [(plan.offsets[i], plan.offsets[i] + _round(sizes[i], alignment)) for i in range(n)]
+    for i, j in itertools.combinations(range(n), 2):
+        if firsts[i] <= lasts[j] and firsts[j] <= lasts[i]:
+            (a0, a1), (b0, b1) = spans[i], spans[j]
+            assert a1 <= b0 or b1 <= a0, f"buffers {i} and {j} overlap"
+    assert all(o >= 0 and o % alignment == 0 for o in plan.offsets)
+    assert plan.arena == max((hi for _, hi in spans), default=0)
+    assert plan.arena >= floor_bytes(sizes, firsts, lasts, alignment)
+
+
+@st.composite
+def lifetimes(draw, max_buffers: int = 40, max_size: int = 5000):
+    n = draw(st.integers(0, max_buffers))
+    sizes = draw(st.lists(st.integers(0, max_size), min_size=n, max_size=n))
+    firsts = draw(st.lists(st.integers(0, 60), min_size=n, max_size=n))
+    lengths = draw(st.lists(st.integers(0, 25), min_size=n, max_size=n))
+    return sizes, firsts, [f + d for f, d in zip(firsts, lengths)]
+
+
+@st.composite
+def nested_lifetimes(draw):
+    """A laminar family: any two lifetimes are disjoint or one contains the other."""
+    sizes, firsts, lasts = [], [], []
+    todo = [(0, draw(st.integers(0, 80)))]
+    while todo and len(sizes) < 30:
+        lo, hi = todo.pop()
+        sizes.append(draw(st.sampled_from([1, 3, 100, 256, 1000, 4096])))
+        firsts.append(lo)
+        lasts.append(hi)
+        cuts = sorted(draw(st.lists(st.integers(lo, hi), max_size=4, unique=True)))
+        todo += [(a, b) for a, b in zip(cuts[::2], cuts[1::2])]
+    return sizes, firsts, lasts
+
+
+@settings(max_examples=150, deadline=None)
+@given(lifetimes(), st.sampled_from([1, 8, 256]))
+def test_buffers_live_at_the_same_call_never_share_bytes(inst, alignment):
+    sizes, firsts, lasts = inst
+    assert_valid(sizes, firsts, lasts, alignment, assign_offsets(sizes, firsts, lasts, alignment))
+
+
+@settings(max_examples=40, deadline=None)
+@given(lifetimes(max_buffers=300, max_size=1 << 20))
+def test_larger_random_instances_are_valid_and_agree_with_find_overlaps(inst):
+    sizes, firsts, lasts = inst
+    plan = assign_offsets(sizes, firsts, lasts, alignment=1)
+    assert_valid(sizes, firsts, lasts, 1, plan)
+    assert find_overlaps(sizes, firsts, lasts, plan.offsets) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(nested_lifetimes())
+def test_nested_lifetimes_reach_the_floor(inst):
+    sizes, firsts, lasts = inst
+    plan = assign_offsets(sizes, firsts, lasts, alignment=1)
+    assert_valid(sizes, firsts, lasts, 1, plan)
+    assert plan.arena == floor_bytes(sizes, firsts, lasts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 200), st.integers(0, 30)), max_size=200))
+def test_equal_sizes_reach_the_floor(spans):
+    firsts = [f for f, _ in spans]
+    lasts = [f + d for f, d in spans]
+    sizes = [512] * len(spans)
+    plan = assign_offsets(sizes, firsts, lasts, alignment=256)
+    assert_valid(sizes, firsts, lasts, 256, plan)
+    assert plan.arena == floor_bytes(sizes, firsts, lasts, 256)
+
+
+def test_disjoint_lifetimes_all_start_at_offset_zero():
+    sizes = [300, 5000, 17, 4096]
+    plan = assign_offsets(sizes, [0, 2, 5, 6], [1, 4, 5, 9], alignment=1)
+    assert plan.offsets == (0, 0, 0, 0)
+    assert plan.arena == 5000
+
+
+def _brute_force_optimum(sizes, firsts, lasts) -> int:
+    """Best arena over every order of first-fit placement (which reaches the optimum)."""
+    best = None
+    for order in itertools.permutations(range(len(sizes))):
+        offsets: dict[int, int] = {}
+        for i in order:
+            busy = sorted(
+                (offsets[j], offsets[j] + sizes[j])
+                for j in offsets
+                if firsts[i] <= lasts[j] and firsts[j] <= lasts[i]
+            )
+            cur = 0
+            for lo, hi in busy:
+                if lo - cur >= sizes[i]:
+                    break
+                cur = max(cur, hi)
+            offsets[i] = cur
+        top = max((offsets[i] + sizes[i] for i in offsets), default=0)
+        best = top if best is None else min(best, top)
+    return best or 0
+
+
+@settings(max_examples=80, deadline=None)
+@given(lifetimes(max_buffers=6, max_size=9))
+def test_tiny_instances_get_an_optimal_plan(inst):
+    sizes, firsts, lasts = inst
+    plan = assign_offsets(sizes, firsts, lasts, alignment=1)
+    assert_valid(sizes, firsts, lasts, 1, plan)
+    assert plan.arena == _brute_force_optimum(sizes, firsts, lasts)
+
+
+def test_equal_inputs_give_equal_plans_whatever_their_container():
+    rng = random.Random(7)
+    sizes = [rng.randrange(1, 1 << 16) for _ in range(2000)]
+    firsts = [rng.randrange(1000) for _ in range(2000)]
+    lasts = [f + int(rng.expovariate(1 / 15)) for f in firsts]
+    a = assign_offsets(sizes, firsts, lasts)
+    b = assign_offsets(tuple(sizes), np.array(firsts), iter(lasts))
+    assert a == b
+    assert a == assign_offsets(sizes, firsts, lasts)
+
+
+def test_zero_size_buffers_take_no_bytes():
+    plan = assign_offsets([0, 100, 0], [0, 0, 0], [5, 5, 5], alignment=64)
+    assert plan.offsets[0] == plan.offsets[2] == 0
+    assert plan.arena == 128
+    assert assign_offsets([0, 0], [0, 1], [3, 3]) == Plan((0, 0), 0)
+
+
+def test_no_buffers_give_an_empty_arena():
+    assert assign_offsets([], [], []) == Plan((), 0)
+    assert floor_bytes([], [], []) == 0
+
+
+def test_sizes_round_up_to_the_alignment():
+    plan = assign_offsets([1, 1], [0, 0], [0, 0], alignment=256)
+    assert sorted(plan.offsets) == [0, 256]
+    assert plan.arena == 512 == floor_bytes([1, 1], [0, 0], [0, 0], alignment=256)
+
+
+def test_a_buffer_ending_at_a_call_is_disjoint_from_one_starting_after_it():
+    assert floor_bytes([10, 20], [0, 4], [3, 9]) == 20
+    assert floor_bytes([10, 20], [0, 3], [3, 9]) == 30
+    assert assign_offsets([10, 20], [0, 4], [3, 9], alignment=1).arena == 20
+
+
+@pytest.mark.parametrize(
+    "sizes, firsts, lasts, alignment",
+    [([-1], [0], [0], 1), ([1], [3], [2], 1), ([1, 2], [0], [0], 1), ([1], [0], [0], 0)],
+    ids=["negative size", "first after last", "mismatched lengths", "zero alignment"],
+)
+def test_invalid_lifetimes_raise_schedule_error(sizes, firsts, lasts, alignment):
+    with pytest.raises(ScheduleError):
+        assign_offsets(sizes, firsts, lasts, alignment)
+
+
+def test_find_overlaps_names_the_pair_that_overlaps():
+    sizes, firsts, lasts = [100, 100, 100], [0, 2, 4], [3, 5, 8]
+    assert find_overlaps(sizes, firsts, lasts, [0, 100, 0]) == []
+    assert find_overlaps(sizes, firsts, lasts, [0, 50, 150]) == [(0, 1)]
+    assert find_overlaps(sizes, firsts, lasts, [0, 100, 150]) == [(1, 2)]
+
+
+def training_like(layers: int, seed: int = 0) -> tuple[list[int], list[int], list[int]]:
+    """A forward pass that saves activations and a backward pass that consumes them in
+    reverse, with short-lived temporaries and per-weight gradient updates."""
+    rng = random.Random(seed)
+    sizes: list[int] = []
+    firsts: list[int] = []
+    lasts: list[int] = []
+
+    def new(size: int, t: int) -> int:
+        sizes.append(size)
+        firsts.append(t)
+        lasts.append(t)
+        return len(sizes) - 1
+
+    t, act, saved = 0, 4 << 20, []
+    x = new(act, t)
+    for _ in range(layers):
+        layer = [x]
+        for width in (1, 3, 16, 16, 1, 1, 4, 4, 1):
+            t += 1
+            layer.append(new(act * width, t))
+            lasts[layer[-2]] = t
+        saved.append(layer)
+        x = layer[-1]
+    for layer in reversed(saved):
+        for b in reversed(layer):
+            t += 1
+            lasts[b] = t
+            grad = new(sizes[b], t)
+            t += 1
+            lasts[grad] = t
+            new(rng.choice([1, 3, 4]) << 21, t)
+    return sizes, firsts, lasts
+
+
+def test_training_like_schedule_reaches_the_floor():
+    sizes, firsts, lasts = training_like(layers=24)
+    plan = assign_offsets(sizes, firsts, lasts)
+    assert_valid(sizes, firsts, lasts, 256, plan)
+    assert plan.arena <= 1.02 * floor_bytes(sizes, firsts, lasts, 256)
+
+
+def test_hard_random_lifetimes_stay_within_ten_percent_of_the_floor():
+    rng = random.Random(3)
+    n = 3000
+    firsts = [rng.randrange(n // 2) for _ in range(n)]
+    lasts = [f + int(rng.expovariate(1 / 20)) for f in firsts]
+    sizes = [int(np.exp(rng.uniform(np.log(64), np.log(1 << 20)))) for _ in range(n)]
+    plan = assign_offsets(sizes, firsts, lasts)
+    assert find_overlaps([_round(s, 256) for s in sizes], firsts, lasts, plan.offsets) == []
+    assert plan.arena <= 1.10 * floor_bytes(sizes, firsts, lasts, 256)
+
+
+def test_growing_sizes_that_defeat_online_allocators_reach_the_floor():
+    n = 2000
+    sizes = [4096 * (1 + i % 50) for i in range(n)]
+    firsts = list(range(n))
+    lasts = [i + 1 + i % 3 for i in range(n)]
+    assert assign_offsets(sizes, firsts, lasts).arena == floor_bytes(sizes, firsts, lasts, 256)
+
+
+def test_a_very_long_chain_of_buffers_plans_without_recursion():
+    n = 30_000
+    plan = assign_offsets([256] * n, list(range(n)), [i + 1 for i in range(n)])
+    assert plan.arena == 512
