@@ -14,9 +14,10 @@ Fusion rules. A node gets its own buffer (is *realized*, ending a kernel) when i
    reduction must be finished before any element of the broadcast can be computed;
 5. a REDUCE_AXIS that would otherwise be part of two or more kernels: a reduction is never
    computed twice;
-6. an elementwise value that would be part of two or more kernels and holds another
-   recomputed value that even more kernels use, so that chains such as a residual stream
-   are not recomputed from their start in every kernel that reads them;
+6. an elementwise value that would be part of two or more kernels and is the third level of
+   recomputed values nested in each other (each used by more kernels than the one that holds
+   it), so that chains such as a residual stream are not recomputed from their start in
+   every kernel that reads them;
 7. the source of a GATHER that is not already a whole buffer (it is read at data-dependent
    places);
 8. the value of an assign that reads the buffer being written other than element for element
@@ -39,6 +40,9 @@ from tolk.uop.shape import Sym, device_of, max_numel, shape_of
 _BASE_STATES = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER})
 _LEAVES = frozenset({Ops.CONST, Ops.DEFINE_VAR, Ops.BIND})
 _ELEMENTWISE = GroupOp.Elementwise
+# Rule 6: recomputed values may nest this deep (a value in a value in a value) before the
+# outermost is stored.
+MAX_NESTED_RECOMPUTE = 3
 
 
 def _store_of(after: UOp) -> UOp:
@@ -154,26 +158,22 @@ class _Kernelizer:
                     continue
                 member.setdefault(c, set()).update(kernels)
         changed = False
+        depth: dict[UOp, int] = {}  # how many recomputed values nest inside each other here
         for n in self.nodes:
             kernels = member.get(n, ())
             if n in self.realized or len(kernels) < 2:
                 continue
-            if n.op is Ops.REDUCE_AXIS or (n.op in _ELEMENTWISE and self.nests_recompute(n, kernels, member)):
+            if n.op is Ops.REDUCE_AXIS:
                 self.realized[n] = None
                 changed = True
+            elif n.op in _ELEMENTWISE:
+                depth[n] = 1 + max((depth.get(x, 0) for x in self.kernel_nodes(n) if x is not n
+                                    and x in depth and member[x] > kernels), default=0)
+                if depth[n] >= MAX_NESTED_RECOMPUTE:
+                    self.realized[n] = None
+                    depth[n] = 0
+                    changed = True
         return changed
-
-    def nests_recompute(self, n: UOp, kernels: set[UOp], member: dict[UOp, set[UOp]]) -> bool:
-        """Rule 6: `n` holds another recomputed value that more kernels use than use `n`.
-
-        Recomputing both would compound (a residual stream rebuilt from its start in every
-        later kernel); storing `n` cuts the chain. Values used by the same kernels (the
-        exponentials of a softmax) stay fused."""
-        for x in self.kernel_nodes(n):
-            if x is not n and x in member and x not in self.realized and x.op in _ELEMENTWISE \
-                    and member[x] > kernels:
-                return True
-        return False
 
     def check_assign_hazard(self, after: UOp) -> None:
         """Rule 8: realize an assign's value that reads the target other than elementwise."""
