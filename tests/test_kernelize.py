@@ -178,3 +178,20 @@ def test_deep_elementwise_graph_schedules_without_recursion():
         np.testing.assert_allclose(y.numpy(), rnd(3) + 20_000, rtol=1e-5)
     finally:
         sys.setrecursionlimit(limit)
+
+
+def test_storage_is_freed_when_its_tensors_die():
+    import gc
+
+    from tolk.runtime.device import get_device
+
+    gc.collect()
+    dev = get_device("CPU")
+    base = dev.allocated_bytes
+    x = Tensor(np.ones(100_000, np.float32))
+    y = (x * 2).realize()
+    z = y[10:20]
+    assert dev.allocated_bytes - base >= 800_000
+    del x, y, z
+    gc.collect()
+    assert dev.allocated_bytes - base == 0

@@ -75,7 +75,7 @@ class IdentityWeakSet:
 
 # Live tensors that are views of a base state (for assign), and lazy computed tensors (for
 # realizing readers before an assign overwrites what they read).
-_views: dict[UOp, IdentityWeakSet] = {}
+_views: weakref.WeakKeyDictionary[UOp, IdentityWeakSet] = weakref.WeakKeyDictionary()
 _lazy = IdentityWeakSet()
 
 
