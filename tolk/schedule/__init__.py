@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -247,7 +247,8 @@ class ScheduleCacheInfo:
     size: int
 
 
-_cache: dict[tuple[bytes, object], UOp] = {}
+SCHEDULE_CACHE_SIZE = 4096  # schedules kept; the least recently used one goes first
+_cache: OrderedDict[tuple[bytes, object], UOp] = OrderedDict()
 _cache_lock = threading.Lock()
 _cache_counts = [0, 0]  # hits, misses
 
@@ -286,13 +287,17 @@ def lower_sink_to_linear(
     if not (SCACHE.value if use_cache is None else use_cache):
         return create_schedule(kernel_graph(sink))
     ck = (sink.key, get_kernel_graph)
-    linear = _cache.get(ck)
     with _cache_lock:
+        linear = _cache.get(ck)
         _cache_counts[0 if linear is not None else 1] += 1
+        if linear is not None:
+            _cache.move_to_end(ck)
     if linear is None:
         linear = create_schedule(kernel_graph(sink))
         with _cache_lock:
             linear = _cache.setdefault(ck, linear)
+            while len(_cache) > SCHEDULE_CACHE_SIZE:
+                _cache.popitem(last=False)
     return linear
 
 
