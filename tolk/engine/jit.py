@@ -185,12 +185,14 @@ class CapturedJit:
             new_bufs.append(nb)
         outs = [typed_view(b) for b in new_bufs]
         var_vals = {b.name: b.value for b in binds}
-        for kernel, specs in self.plan:
-            bufs = [s[1] if s[0] == "fixed" else (ins[s[1]] if s[0] == "in" else outs[s[1]]) for s in specs]
-            if kernel is None:
-                np.copyto(bufs[0], bufs[1].view(bufs[0].dtype))
-            else:
-                kernel(bufs, var_vals)
+        with np.errstate(all="ignore"):
+            for kernel, specs in self.plan:
+                bufs = [s[1] if s[0] == "fixed" else (ins[s[1]] if s[0] == "in" else outs[s[1]])
+                        for s in specs]
+                if kernel is None:
+                    np.copyto(bufs[0], bufs[1].view(bufs[0].dtype))
+                else:
+                    kernel.run(bufs, var_vals)
         new_binds = {b.name: b.uop for b in binds}
         fresh = []
         for v, old, new in zip(self.out_views, self.out_bufs, new_bufs):

@@ -293,6 +293,10 @@ class CompiledKernel:
         with np.errstate(all="ignore"):
             self._fn(bufs, var_vals, self._consts)
 
+    def run(self, bufs: list[np.ndarray], var_vals: dict[str, int]) -> None:
+        """Run without setting numpy's error state (the caller sets it once for many kernels)."""
+        self._fn(bufs, var_vals, self._consts)
+
 
 _compiled: dict[tuple[bytes, str], CompiledKernel] = {}
 _compile_lock = threading.Lock()
