@@ -141,12 +141,15 @@ def _after_run(outputs, user_afters: list[UOp]) -> None:
         while b.op is Ops.AFTER:
             b = b.src[0]
         becomes[a] = b
-    for a in user_afters:
-        for t in list(_views.pop(a, ())):
+    done = set(becomes)
+    # views of a realized state, or of a later pending state built on it, now start from the
+    # buffer: otherwise the next realize would run the realized stores again
+    for state in [k for k in list(_views.keys()) if k in done or (k.op is Ops.AFTER and _reads(k, done))]:
+        for t in list(_views.pop(state, ())):
             t.uop = t.uop.substitute(becomes)
             _register_view(t)
     for t in list(_lazy):
-        if _reads(t.uop, set(becomes)):
+        if _reads(t.uop, done):
             t.uop = t.uop.substitute(becomes)
 
 
@@ -156,10 +159,13 @@ def assign(target: Tensor, x) -> Tensor:
     if not isinstance(x, Tensor):
         x = Tensor.full(target.shape, x, target.dtype, target.device)
     if x.shape != target.shape:
-        if x.numel() == 1 or _broadcastable(x.shape, target.shape):
-            x = x._broadcast_to(target.shape) if x.ndim <= target.ndim else x.reshape(target.shape)
-        else:
+        # numpy assignment broadcasting: leading size-1 axes may go, then broadcast
+        shape = x.shape
+        while len(shape) > target.ndim and shape[0] == 1:
+            shape = shape[1:]
+        if not _broadcastable(shape, target.shape):
             raise ShapeError(f"assign of shape {x.shape} into a tensor of shape {target.shape}")
+        x = x.reshape(shape)._broadcast_to(target.shape)
     if x.dtype is not target.dtype:
         raise TypeError(f"assign of dtype {x.dtype.name} into a tensor of dtype {target.dtype.name}; "
                         f"cast it first")

@@ -324,19 +324,23 @@ class Tensor:
         a, b = self._operands(x, reverse)
         return a._float()._alu(Ops.DIV, b._float())
 
+    def _arith(self, op: Ops, x, reverse: bool) -> Tensor:
+        """An arithmetic op numpy does not define on bools: bool operands become int8."""
+        a, b = self._operands(x, reverse)
+        if a.dtype is dtypes.bool:
+            a, b = a.cast(dtypes.int8), b.cast(dtypes.int8)
+        return a._alu(op, b)
+
     def floordiv(self, x, reverse=False) -> Tensor:
         """Floor division (numpy's ``//``: rounds toward negative infinity)."""
-        a, b = self._operands(x, reverse)
-        return a._alu(Ops.IDIV, b)
+        return self._arith(Ops.IDIV, x, reverse)
 
     def mod(self, x, reverse=False) -> Tensor:
         """Remainder with the sign of the divisor (numpy's ``%``)."""
-        a, b = self._operands(x, reverse)
-        return a._alu(Ops.MOD, b)
+        return self._arith(Ops.MOD, x, reverse)
 
     def pow(self, x, reverse=False) -> Tensor:
-        a, b = self._operands(x, reverse)
-        return a._alu(Ops.POW, b)
+        return self._arith(Ops.POW, x, reverse)
 
     def maximum(self, x) -> Tensor:
         return self._binop(Ops.MAX, x)
@@ -377,8 +381,9 @@ class Tensor:
         return self.pow(x, True)
 
     def __neg__(self) -> Tensor:
+        """Negation; bool tensors raise as in numpy (use ``~`` or `logical_not`)."""
         if self.dtype is dtypes.bool:
-            return self.logical_not()
+            raise TypeError("negating a bool tensor is not supported (numpy raises too); use ~")
         return self._alu(Ops.NEG)
 
     def __lt__(self, x):
@@ -493,6 +498,8 @@ class Tensor:
         return self if self.dtype is dtypes.bool or self.dtype.is_unsigned else self._alu(Ops.ABS)
 
     def sign(self) -> Tensor:
+        if self.dtype is dtypes.bool:
+            raise TypeError("sign is not defined for bool tensors (numpy raises too)")
         return self._alu(Ops.SIGN)
 
     def sigmoid(self) -> Tensor:
@@ -603,6 +610,9 @@ class Tensor:
         return out
 
     def mean(self, axis=None, keepdim: bool = False) -> Tensor:
+        """Mean; 16-bit floats accumulate in float32 (as numpy) and come back 16-bit."""
+        if self.dtype.is_float and self.dtype.itemsize == 2:
+            return self.float().mean(axis, keepdim).cast(self.dtype)
         n = self._count(axis)
         x = self._float()
         if isinstance(n, Tensor):
@@ -611,6 +621,8 @@ class Tensor:
 
     def var(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor:
         """Variance with `correction` (tinygrad and PyTorch default 1; numpy's ddof=0 is 0)."""
+        if self.dtype.is_float and self.dtype.itemsize == 2:
+            return self.float().var(axis, keepdim, correction).cast(self.dtype)
         n = self._count(axis)
         x = self._float()
         d = x - x.mean(axis, keepdim=True)
@@ -622,22 +634,28 @@ class Tensor:
     def std(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor:
         return self.var(axis, keepdim, correction).sqrt()
 
-    def argmax(self, axis=None, keepdim: bool = False) -> Tensor:
-        """Index of the first maximum (int64, as numpy); axis None flattens."""
+    def _arg(self, op: Ops, axis, keepdim: bool) -> Tensor:
+        """Index (int64) of the first extreme value along `axis`; a NaN counts as extreme."""
         if axis is None:
-            return self.flatten().argmax(0, keepdim=False) if not keepdim else \
-                self.flatten().argmax(0).reshape((1,) * self.ndim)
+            out = self.flatten()._arg(op, 0, False)
+            return out.reshape((1,) * self.ndim) if keepdim else out
         ax = _norm_axis(axis, self.ndim)
         n = self.shape[ax]
-        m = self.max(ax, keepdim=True)
+        m = self._reduce(op, ax, True)
+        hit = self == m
+        if self.dtype.is_float:
+            hit = hit | (self != self)  # numpy: the first NaN wins
         idx = Tensor.arange(n, dtype=dtypes.int64, device=self.device)
         idx = idx.reshape(tuple(n if i == ax else 1 for i in range(self.ndim)))
-        cand = (self == m).where(idx, n)
-        return cand.min(ax, keepdim)
+        return hit.where(idx, n).min(ax, keepdim)
+
+    def argmax(self, axis=None, keepdim: bool = False) -> Tensor:
+        """Index of the first maximum (int64, as numpy); axis None flattens."""
+        return self._arg(Ops.MAX, axis, keepdim)
 
     def argmin(self, axis=None, keepdim: bool = False) -> Tensor:
-        x = self if self.dtype is not dtypes.bool else self.cast(dtypes.int8)
-        return (-x if not x.dtype.is_unsigned else (int(np.iinfo(x.dtype.np).max) - x)).argmax(axis, keepdim)
+        """Index of the first minimum (int64, as numpy); axis None flattens."""
+        return self._arg(Ops.MIN, axis, keepdim)
 
     def softmax(self, axis: int = -1) -> Tensor:
         x = self._float()
@@ -650,7 +668,10 @@ class Tensor:
         return s - s.exp().sum(axis, keepdim=True).log()
 
     def layernorm(self, axis=-1, eps: float = 1e-5) -> Tensor:
-        """Normalise over `axis` to zero mean and unit variance (no affine)."""
+        """Normalise over `axis` to zero mean and unit variance (no affine); 16-bit floats are
+        normalised in float32."""
+        if self.dtype.is_float and self.dtype.itemsize == 2:
+            return self.float().layernorm(axis, eps).cast(self.dtype)
         x = self._float()
         y = x - x.mean(axis, keepdim=True)
         return y * ((y * y).mean(axis, keepdim=True) + eps).rsqrt()
@@ -681,7 +702,11 @@ class Tensor:
     view = reshape
 
     def permute(self, *order) -> Tensor:
-        order = tuple(_norm_axis(a, self.ndim) for a in _shape_arg(order, allow_neg=True))
+        if len(order) == 1 and isinstance(order[0], (tuple, list)):
+            order = tuple(order[0])
+        if not all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in order):
+            raise TypeError(f"permute order must be ints, got {order}")
+        order = tuple(_norm_axis(int(a), self.ndim) for a in order)
         if sorted(order) != list(range(self.ndim)):
             raise ShapeError(f"permute order {order} is not a permutation of {self.ndim} axes")
         return self if order == tuple(range(self.ndim)) else self._mov(Ops.PERMUTE, order)
@@ -717,7 +742,7 @@ class Tensor:
         if all(b == 0 and a == 0 for b, a in pads):
             return self
         out = self._mov(Ops.PAD, pads)
-        if value == 0:
+        if value == 0 and not (isinstance(value, float) and math.copysign(1.0, value) < 0):
             return out
         inside = Tensor.ones(self.shape, dtype=dtypes.bool, device=self.device)._mov(Ops.PAD, pads)
         return inside.where(out, value)
@@ -781,13 +806,18 @@ class Tensor:
         """Basic numpy indexing: ints, slices (any step), None and Ellipsis."""
         if not isinstance(idx, tuple):
             idx = (idx,)
+        for i in idx:
+            if isinstance(i, (Tensor, np.ndarray, list)):
+                raise IndexError(f"unsupported index of type {type(i).__name__}: use ints, slices, "
+                                 "None, ... or Tensor.gather")
         if sum(1 for i in idx if i is Ellipsis) > 1:
             raise IndexError("an index can only have a single ellipsis")
         n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
+        has_ellipsis = any(i is Ellipsis for i in idx)
         if n_real > self.ndim:
             raise IndexError(f"too many indices for a tensor of rank {self.ndim}: {idx}")
-        if Ellipsis in idx:
-            k = idx.index(Ellipsis)
+        if has_ellipsis:
+            k = next(j for j, i in enumerate(idx) if i is Ellipsis)
             idx = idx[:k] + (slice(None),) * (self.ndim - n_real) + idx[k + 1 :]
         else:
             idx = idx + (slice(None),) * (self.ndim - n_real)
@@ -1176,6 +1206,11 @@ def _to_numpy(data: Any, want: DType | None) -> np.ndarray:
     if isinstance(data, np.ndarray):
         arr = data
     elif isinstance(data, (bool, int, float, np.generic)) or isinstance(data, (list, tuple)):
+        if want is not None and want is not dtypes.bfloat16 and not isinstance(data, np.generic):
+            try:  # numpy 2 semantics: Python ints that do not fit the dtype are an error
+                return np.array(data, dtype=want.np)
+            except OverflowError as e:
+                raise ValueError(f"data does not fit {want.name}: {e}") from None
         arr = np.asarray(data)
         if arr.dtype == object:
             raise TypeError(f"cannot make a tensor from ragged or mixed data {data!r}"[:200])

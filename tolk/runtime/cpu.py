@@ -89,12 +89,18 @@ class _Codegen:
                 self.users[s] = self.users.get(s, 0) + 1
         self.skip: set[UOp] = set()
         self.store_targets: set[UOp] = set()
+        self.index_targets: set[UOp] = set()  # store targets that are no numpy view (a PAD)
         for n in self.nodes:
             if n.op is Ops.STORE:
-                t = n.src[0]
+                chain, t = [], n.src[0]
                 while t.op in GroupOp.Movement:
-                    self.store_targets.add(t)
+                    chain.append(t)
                     t = t.src[0]
+                self.store_targets.update(chain)
+                if any(x.op in (Ops.PAD, Ops.EXPAND) for x in chain):
+                    # such a target is built over element indices (-1 in the padding) and
+                    # stored through them, so no write lands in a temporary copy
+                    self.index_targets.update(chain)
             if n.op is Ops.REDUCE_AXIS and (ops := _contraction_operands(n, self.users)):
                 mul = n.src[0]
                 self.skip.add(mul)
@@ -127,12 +133,15 @@ class _Codegen:
         self.names[n] = name
         cdt = self.const(compute_np(n.dtype))
         self.lines.append(f"    {name} = np.zeros({shape_code(shape_of(n))}, dtype={cdt})")
+        pads = [x for x in self.padsums[n] if x in self.skip]
+        # disjoint regions (a concatenation) are assigned, which keeps -0.0 as numpy does
+        op = "=" if _disjoint(pads) else "+="
+        for leaf in pads:  # single-use PADs: their sources go into their regions
+            src_shape = shape_of(leaf.src[0])
+            idx = ", ".join(f"{b}:{b} + {_dim_code(d)}" for (b, _), d in zip(leaf.arg, src_shape))
+            self.lines.append(f"    {name}[{idx},] {op} {self.names[leaf.src[0]]}")
         for leaf in self.padsums[n]:
-            if leaf in self.skip:  # a single-use PAD: add its source into its region
-                src_shape = shape_of(leaf.src[0])
-                idx = ", ".join(f"{b}:{b} + {_dim_code(d)}" for (b, _), d in zip(leaf.arg, src_shape))
-                self.lines.append(f"    {name}[{idx},] += {self.names[leaf.src[0]]}")
-            else:
+            if leaf not in self.skip:
                 self.lines.append(f"    {name} += {self.names[leaf]}")
 
     def const(self, value: object) -> str:
@@ -189,7 +198,13 @@ class _Codegen:
             val = s[1]
             if tgt.dtype is dtypes.bfloat16:
                 val = f"f32_to_bf16(np.asarray({val}, dtype=np.float32))"
-            self.lines.append(f"    np.copyto({s[0]}, {val}, casting='unsafe')")
+            if tgt in self.index_targets:
+                base = tgt
+                while base.op in GroupOp.Movement:
+                    base = base.src[0]
+                self.lines.append(f"    store_indexed({self.names[base]}, {s[0]}, {val})")
+            else:
+                self.lines.append(f"    np.copyto({s[0]}, {val}, casting='unsafe')")
         elif op in (Ops.SINK, Ops.NOOP):
             pass
         else:
@@ -224,6 +239,13 @@ class _Codegen:
 
     def movement(self, n: UOp, x: str) -> str:
         op, arg = n.op, n.arg
+        if n in self.index_targets:
+            if n.src[0].op is Ops.PARAM:
+                x = f"np.arange({x}.size)"
+            if op is Ops.PAD:
+                return f"np.pad({x}, {tuple(tuple(p) for p in arg)}, constant_values=-1)"
+            if op is Ops.RESHAPE:
+                return f"reshape_prefix({x}, {shape_code(arg)})"
         if op is Ops.RESHAPE:
             fn = "view_reshape" if n in self.store_targets else "reshape_prefix"
             return f"{fn}({x}, {shape_code(arg)})"
@@ -245,6 +267,21 @@ def _drop(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+def _disjoint(pads: list[UOp]) -> bool:
+    """Whether the regions that PADs place their sources in never meet (static shapes only)."""
+    boxes = []
+    for p in pads:
+        src = shape_of(p.src[0])
+        if any(isinstance(d, Sym) for d in src):
+            return False
+        boxes.append([(b, b + d) for (b, _), d in zip(p.arg, src)])
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            if all(lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2) in zip(a, b)):
+                return False
+    return True
+
+
 def _dim_code(d) -> str:
     return f"(vv[{d.name!r}] + {d.add})" if isinstance(d, Sym) else str(int(d))
 
@@ -261,6 +298,13 @@ def reshape_prefix(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return np.reshape(_prefix(x, shape), shape)
 
 
+def store_indexed(buf: np.ndarray, idx: np.ndarray, value) -> None:
+    """Store `value` at the element indices `idx` of flat `buf`; -1 marks padding (dropped)."""
+    value = np.broadcast_to(np.asarray(value, dtype=buf.dtype), idx.shape)
+    keep = idx >= 0
+    buf[idx[keep]] = value[keep]
+
+
 def view_reshape(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Reshape that must return a view (a STORE target); never a silent copy."""
     out = _prefix(x, shape).view()
@@ -272,7 +316,8 @@ def view_reshape(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 _GLOBALS = {"np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
-            "view_reshape": view_reshape, "reshape_prefix": reshape_prefix}
+            "view_reshape": view_reshape, "reshape_prefix": reshape_prefix,
+            "store_indexed": store_indexed}
 
 
 class CompiledKernel:
