@@ -1,0 +1,56 @@
+"""The tolk command: demo, schedule, and the DEBUG output."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from tolk import Context, Tensor
+from tolk.cli import main
+
+
+def test_debug_1_prints_one_line_per_schedule_and_2_one_per_kernel(capsys):
+    x = Tensor(np.ones((4, 4), np.float32))
+    with Context(DEBUG=1):
+        (x.softmax(-1) + 1).realize()
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and "kernels" in out[0] and "cache" in out[0] and "MB" in out[0]
+    with Context(DEBUG=2):
+        (x.softmax(-1) + 2).realize()
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 + 3 and all("us" in line for line in out[1:])
+
+
+def test_demo_small_gpt_matches_numpy(capsys, tmp_path):
+    page = tmp_path / "report.html"
+    assert main(["demo", "--size", "small", "--html", str(page)]) == 0
+    out = capsys.readouterr().out
+    assert "kernels" in out and "max abs error" in out
+    html = page.read_text()
+    assert "<svg" in html and "<table>" in html
+
+
+def test_demo_json_for_mlp(capsys):
+    assert main(["demo", "--model", "mlp", "--size", "small", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["kernels"] >= 1 and res["max_abs_error"] < 1e-3 and res["arena_bytes"] >= res["floor_bytes"]
+
+
+def test_schedule_command_reports_every_schedule_of_a_script(tmp_path, capsys):
+    script = tmp_path / "user.py"
+    script.write_text(
+        "import numpy as np\nfrom tolk import Tensor\n"
+        "x = Tensor(np.ones((8, 8), np.float32))\n"
+        "(x @ x).relu().realize()\n"
+        "print((x.softmax(-1) * 2).numpy().sum())\n"
+    )
+    assert main(["schedule", "--json", str(script)]) == 0
+    out = capsys.readouterr().out
+    records = json.loads(out[out.index("["):])
+    assert len(records) == 2 and records[0]["kernels"] == 1 and records[1]["kernels"] >= 2
+
+
+def test_schedule_command_on_a_missing_script_fails_cleanly(capsys):
+    assert main(["schedule", "/nonexistent/script.py"]) == 2
+    assert "nonexistent" in capsys.readouterr().err
