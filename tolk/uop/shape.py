@@ -115,40 +115,39 @@ def _infer(u: UOp) -> Shape:
     return src
 
 
-def shape_of(u: UOp) -> Shape:
-    """The shape of a tensor-graph node (cached; computed without recursion)."""
+def _cached(u: UOp, name: str, infer) -> object:
+    """``u._cache[name]``, computing ``infer(n)`` for every node below `u` that lacks it,
+    children first and without recursion (so `infer` may read its sources' values)."""
     cache = u._cache
-    if cache is not None and "shape" in cache:
-        return cache["shape"]
-    for n in u.toposort(enter=lambda n: n._cache is None or "shape" not in n._cache):
+    if cache is not None and name in cache:
+        return cache[name]
+    for n in u.toposort(enter=lambda n: n._cache is None or name not in n._cache):
         if n._cache is None:
             n._cache = {}
-        if "shape" not in n._cache:
-            n._cache["shape"] = _infer(n)
-    return u._cache["shape"]
+        if name not in n._cache:
+            n._cache[name] = infer(n)
+    return u._cache[name]
+
+
+def shape_of(u: UOp) -> Shape:
+    """The shape of a tensor-graph node (cached; computed without recursion)."""
+    return _cached(u, "shape", _infer)
 
 
 def numel(u: UOp) -> int:
     return prod(shape_of(u))
 
 
+def _infer_device(n: UOp) -> str | None:
+    if n.op in GroupOp.Buffer:
+        return n.arg[1]
+    if n.op is Ops.COPY or n.op is Ops.DEVICE:
+        return n.arg
+    if n.op is Ops.SLICE:
+        return n.src[0].arg[1]
+    return next((d for s in n.src if (d := s._cache["device"]) is not None), None)
+
+
 def device_of(u: UOp) -> str | None:
     """The device a tensor-graph node lives on; None for sourceless scalars."""
-    cache = u._cache
-    if cache is not None and "device" in cache:
-        return cache["device"]
-    for n in u.toposort(enter=lambda n: n._cache is None or "device" not in n._cache):
-        if n._cache is None:
-            n._cache = {}
-        if "device" in n._cache:
-            continue
-        if n.op in GroupOp.Buffer:
-            dev = n.arg[1]
-        elif n.op is Ops.COPY or n.op is Ops.DEVICE:
-            dev = n.arg
-        elif n.op is Ops.SLICE:
-            dev = n.src[0].arg[1]
-        else:
-            dev = next((d for s in n.src if (d := s._cache["device"]) is not None), None)
-        n._cache["device"] = dev
-    return u._cache["device"]
+    return _cached(u, "device", _infer_device)
