@@ -195,3 +195,12 @@ def test_storage_is_freed_when_its_tensors_die():
     del x, y, z
     gc.collect()
     assert dev.allocated_bytes - base == 0
+
+
+def test_every_elementwise_assign_in_a_chain_is_one_kernel():
+    for shape in ((4,), (8, 8)):
+        x = Tensor(np.zeros(shape, np.float32)).contiguous().realize()
+        for _ in range(3):
+            x.assign(x + 1)
+        assert kernels(x) == 3
+        np.testing.assert_array_equal(x.numpy(), np.full(shape, 3, np.float32))

@@ -52,13 +52,6 @@ def _store_of(after: UOp) -> UOp:
     return stores[0]
 
 
-def _base_buffer(state: UOp) -> UOp:
-    """The storage (BUFFER or PARAM) under a chain of AFTER states."""
-    while state.op is Ops.AFTER:
-        state = state.src[0]
-    return state
-
-
 def _view_chain(view: UOp) -> list[UOp]:
     """Movement nodes from a store view down to (not including) its base state."""
     chain = []
@@ -77,6 +70,8 @@ class _Kernelizer:
         self.nodes = sink.toposort()
         self.realized: dict[UOp, None] = {}
         self.state: dict[UOp, UOp] = {}  # realized node or base state -> kernel-graph state
+        self.bases: dict[UOp, UOp] = {}  # AFTER state -> its BUFFER or PARAM
+        self.has_vars = any(n.op in (Ops.DEFINE_VAR, Ops.BIND) for n in self.nodes)
 
     # -- deciding what is realized --------------------------------------------------------------
 
@@ -135,7 +130,7 @@ class _Kernelizer:
                 while m.op in GroupOp.Movement and m not in self.realized:
                     m = m.src[0]
                 # `pending` may be stale after earlier realizations in this pass: check afresh
-                if m not in self.realized and any(x.op is Ops.REDUCE_AXIS for x in self.kernel_nodes(m)):
+                if m not in self.realized and self.holds_reduce(m):
                     self.realized[m] = None
                     changed = True
                     pending[m] = False
@@ -176,23 +171,56 @@ class _Kernelizer:
         return changed
 
     def check_assign_hazard(self, after: UOp) -> None:
-        """Rule 8: realize an assign's value that reads the target other than elementwise."""
+        """Rule 8: realize an assign's value that reads the target other than elementwise.
+
+        Safe reads of the target in the assign's kernel go through the written view itself
+        (the same hash-consed chain of view nodes) into elementwise ops; anything else, such
+        as a shifted or transposed view or an older state of the buffer, is a hazard."""
         state, store = after.src[0], _store_of(after)
         view, value = store.src
-        target = _base_buffer(state)
-        chain = set(_view_chain(view))
+        target = self.base_of(state)
+        chain = set(_view_chain(view)) | {view}
+        if value.op in _BASE_STATES and self.base_of(value) is target and value is not view:
+            self.realized[value] = None
+            return
         for n in self.kernel_nodes(value):
+            if n is not value and (n in self.realized or self.is_leaf(n)):
+                continue  # computed in another kernel
             for s in n.src:
-                reads_target = s.op in _BASE_STATES and _base_buffer(s) is target
-                on_chain = s in chain
-                if not (reads_target or on_chain):
-                    continue
-                ok = (s is state and n in chain) or (on_chain and (n in chain or (s is view and n.op in _ELEMENTWISE)))
-                if not ok:
+                touches = s in chain or (s.op in _BASE_STATES and self.base_of(s) is target)
+                if touches and not (n in chain or (s is view and n.op in _ELEMENTWISE)):
                     self.realized[value] = None
                     return
-        if value.op in _BASE_STATES and _base_buffer(value) is target and value is not view:
-            self.realized[value] = None
+
+    def base_of(self, state: UOp) -> UOp:
+        """The storage under a chain of AFTER states (memoized: assign chains can be long)."""
+        chain = []
+        while state.op is Ops.AFTER and state not in self.bases:
+            chain.append(state)
+            state = state.src[0]
+        base = self.bases.get(state, state)
+        for c in chain:
+            self.bases[c] = base
+        return base
+
+    def param(self, i: int, state: UOp) -> UOp:
+        """Kernel parameter `i` standing for the buffer of kernel-graph `state`."""
+        base = self.base_of(state)
+        return UOp(Ops.PARAM, base.dtype, (), (i, base.arg[1], base.arg[2]))
+
+    def holds_reduce(self, root: UOp) -> bool:
+        """Whether the kernel computing `root` contains an unfinished reduction (stops at the
+        first one found)."""
+        seen, todo = set(), [root]
+        while todo:
+            n = todo.pop()
+            if n.op is Ops.REDUCE_AXIS:
+                return True
+            for s in n.src:
+                if s not in seen and not (s in self.realized or self.is_leaf(s)):
+                    seen.add(s)
+                    todo.append(s)
+        return False
 
     def kernel_nodes(self, root: UOp) -> list[UOp]:
         """The nodes computed in the kernel that computes `root` (realized inputs excluded)."""
@@ -233,12 +261,12 @@ class _Kernelizer:
 
         `compute_root`: `value` is itself realized (by this kernel), so it is computed here
         rather than loaded."""
-        params: dict[UOp, UOp] = {prev: _param(0, prev)}
+        params: dict[UOp, UOp] = {prev: self.param(0, prev)}
         args: list[UOp] = [prev]
 
         def load(state: UOp) -> UOp:
             if state not in params:
-                params[state] = _param(len(args), state)
+                params[state] = self.param(len(args), state)
                 args.append(state)
             return UOp(Ops.LOAD, state.dtype, (params[state],))
 
@@ -262,8 +290,11 @@ class _Kernelizer:
         target = view.substitute({view_base: params[prev]})
         store = UOp(Ops.STORE, dtypes.void, (target, mapping[value]))
         # the variables the kernel reads (also those that only size its shapes) are sources
-        var_nodes = tuple({n: None for n in store.toposort() if n.op is Ops.DEFINE_VAR} |
-                          {_var_of(d): None for n in store.toposort() for d in _syms(n.arg)})
+        var_nodes: tuple[UOp, ...] = ()
+        if self.has_vars:
+            nodes = store.toposort()
+            var_nodes = tuple({n: None for n in nodes if n.op is Ops.DEFINE_VAR} |
+                              {_var_of(d): None for n in nodes for d in _syms(n.arg)})
         ast = UOp(Ops.SINK, dtypes.void, (store, *var_nodes), KernelInfo(_kernel_name(store, shape_of(view))))
         return UOp(Ops.AFTER, prev.dtype, (prev, UOp(Ops.CALL, dtypes.void, (ast, *args))))
 
@@ -281,11 +312,6 @@ def _syms(arg) -> list[Sym]:
 
 def _var_of(d: Sym) -> UOp:
     return UOp(Ops.DEFINE_VAR, dtypes.int32, (), (d.name, d.lo, d.hi))
-
-
-def _param(i: int, state: UOp) -> UOp:
-    base = _base_buffer(state)
-    return UOp(Ops.PARAM, base.dtype, (), (i, base.arg[1], base.arg[2]))
 
 
 def _kernel_name(value: UOp, shape: tuple[int, ...]) -> str:
