@@ -1,0 +1,274 @@
+"""The same tensor programs scheduled by tolk and by tinygrad 0.14.0, side by side, in one run.
+
+Only scheduling is timed: graph construction (the tensor ops) is outside the timed region.
+- tolk: ``t.schedule_linear()`` (sink -> CALL, kernelize, schedule, memory plan; nothing is
+  allocated or run).
+- tinygrad on its NULL device: ``t.schedule_linear()`` (transform_to_call, then
+  create_linear_with_vars: get_kernel_graph, create_schedule, memory_plan_rewrite), the part
+  of ``Tensor.realize`` before ``run_linear``; no kernel is compiled or executed.
+
+first: the first cold run of the program in this process (tinygrad keeps functools caches of
+UOps beyond its schedule cache, so its later cold runs are faster). cold: schedule caches
+cleared (tolk ``schedule_cache_clear()``, tinygrad ``tinygrad.schedule.schedule_cache.clear()``),
+fresh graph. cached: a fresh identical graph
+scheduled again with the cache warm. Medians of --repeats; ``gc.collect()`` before and the
+collector off during each timed call. Times are CPU time of this process (`time.process_time`,
+robust to other load on the machine; both libraries schedule on one thread).
+arena/floor: planned arena bytes over the peak of live bytes of the unplanned schedule (tolk:
+`linear_stats` under ``NO_MEMORY_PLANNER=1``; tinygrad: the LINEAR its `memory_plan_rewrite`
+receives, same floor definition, alignment 256). all buffers: bytes of every distinct buffer the
+planned schedule names (inputs, outputs, arenas, and buffers left out of the plan).
+Programs are in bench/vs_programs.py, memory helpers in bench/vs_memory.py.
+
+Run: ``PYTHONPATH=. /work/tgvenv/bin/python bench/vs_tinygrad.py [--json out.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime
+import gc
+import json
+import os
+import platform
+import pstats
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("DEV", "NULL")  # tinygrad: schedule only, never a real device
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
+
+import vs_programs as P  # noqa: E402
+from vs_memory import tg_memory, tg_total, tolk_memory, tolk_total  # noqa: E402
+
+import tolk.schedule as tks  # noqa: E402
+from tolk.tensor import Tensor as TolkTensor  # noqa: E402
+
+try:
+    import tinygrad.schedule as tgs
+    from tinygrad import Tensor as TgTensor
+except ImportError:  # tolk columns only
+    TgTensor = None
+
+GOAL_SPEEDUP, GOAL_SCALE, GOAL_HIT = 10.0, 5.5, 0.1
+
+
+def _timed(fn):
+    """(CPU seconds of this process, result): both libraries schedule on one thread, and CPU
+    time does not count the time other processes on a busy machine take from us."""
+    gc.collect()
+    gc.disable()
+    try:
+        st = time.process_time()
+        out = fn()
+        return time.process_time() - st, out
+    finally:
+        gc.enable()
+
+
+def _runs(build, clear, repeats):
+    """Seconds of each ``build().schedule_linear()``, calling `clear` first; the last LINEAR."""
+    times, lin = [], None
+    for _ in range(repeats):
+        lin = None  # free the previous schedule before building the next graph
+        if clear:
+            clear()
+        t = build()
+        dt, lin = _timed(t.schedule_linear)
+        times.append(dt)
+        del t
+    return times, lin
+
+
+# ---------------------------------------------------------------------------------------------
+# one program at one size
+
+
+def measure(name, fn, n, repeats):
+    row = {"program": name, "n": n}
+    args = () if n is None else (n,)
+    libs = [("tolk", TolkTensor, tks.schedule_cache_clear, tolk_memory, tolk_total)]
+    if TgTensor is not None:
+        libs.append(("tinygrad", TgTensor, tgs.schedule_cache.clear, tg_memory, tg_total))
+    for lib, T, clear, memory, total in libs:
+        build = lambda T=T: fn(T, *args)  # noqa: E731
+        colds, lin = _runs(build, clear, repeats)
+        cacheds, lin2 = _runs(build, None, repeats)
+        cold, cached = statistics.median(colds), statistics.median(cacheds)
+        kernels, total_bytes = len(lin.src), total(lin)
+        if len(lin2.src) != kernels:
+            raise RuntimeError(f"{lib} {name} {n}: cached schedule has {len(lin2.src)} kernels, "
+                               f"cold has {kernels}")
+        del lin, lin2
+        arena, floor = memory(build)
+        row[lib] = {"kernels": kernels, "first_s": colds[0], "cold_s": cold, "cached_s": cached,
+                    "cold_runs_s": colds, "cached_runs_s": cacheds,
+                    "ms_per_kernel": cold * 1e3 / max(kernels, 1), "hit_over_miss": cached / cold,
+                    "arena_bytes": arena, "floor_bytes": floor, "total_bytes": total_bytes,
+                    "arena_over_floor": arena / floor if floor else 1.0}
+        gc.collect()
+    if "tinygrad" in row:
+        row["speedup_cold"] = row["tinygrad"]["cold_s"] / row["tolk"]["cold_s"]
+        row["speedup_cached"] = row["tinygrad"]["cached_s"] / row["tolk"]["cached_s"]
+    return row
+
+
+def add_linearity(rows, small, big):
+    by = {(r["program"], r["n"]): r for r in rows}
+    for r in rows:
+        if r["n"] == big and (r["program"], small) in by:
+            s = by[(r["program"], small)]
+            for lib in ("tolk", "tinygrad"):
+                if lib in r:
+                    r[lib]["scale"] = r[lib]["cold_s"] / s[lib]["cold_s"]
+
+
+# ---------------------------------------------------------------------------------------------
+# report
+
+
+def _ms(s):
+    return f"{s * 1e3:.1f}" if s >= 0.01 else f"{s * 1e3:.2f}"
+
+
+def _lib(lib, key, fmt):
+    return lambda r: fmt(r[lib][key]) if lib in r and key in r[lib] else "n/a"
+
+
+def _both(key, fmt):  # "tolk/tinygrad"
+    def cell(r):
+        a, b = _lib("tolk", key, fmt)(r), _lib("tinygrad", key, fmt)(r)
+        return "-" if a == b == "n/a" else f"{a}/{b}"
+    return cell
+
+
+def _row(key, fmt):
+    return lambda r: format(r[key], fmt) if key in r else "n/a"
+
+
+COLUMNS = [  # (header, cell of a row)
+    ("program", lambda r: r["program"]), ("n", lambda r: str(r["n"] or "-")),
+    ("kernels tolk/tg", _both("kernels", str)),
+    ("first ms tolk/tg", _both("first_s", _ms)),
+    ("cold ms tolk", _lib("tolk", "cold_s", _ms)), ("cold ms tg", _lib("tinygrad", "cold_s", _ms)),
+    ("tg/tolk cold", _row("speedup_cold", ".1f")),
+    ("cached ms tolk", _lib("tolk", "cached_s", _ms)),
+    ("cached ms tg", _lib("tinygrad", "cached_s", _ms)),
+    ("tg/tolk cached", _row("speedup_cached", ".1f")),
+    ("ms/kernel tolk/tg", _both("ms_per_kernel", "{:.3g}".format)),
+    ("hit/miss tolk/tg", _both("hit_over_miss", "{:.3f}".format)),
+    ("scale tolk/tg", _both("scale", "{:.2f}".format)),
+    ("arena/floor tolk/tg", _both("arena_over_floor", "{:.3f}".format)),
+    ("arena KB tolk/tg", _both("arena_bytes", lambda b: f"{b / 1024:.0f}")),
+    ("all buffers KB tolk/tg", _both("total_bytes", lambda b: f"{b / 1024:.0f}")),
+]
+
+
+def table(rows) -> str:
+    out = ["| " + " | ".join(h for h, _ in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    out += ["| " + " | ".join(cell(r) for _, cell in COLUMNS) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def goals(rows) -> dict[str, list[str]]:
+    """Each goal -> the rows that miss it (empty: met)."""
+    miss = {"speed": [], "linear": [], "cache": [], "memory": [], "all buffers": []}
+    for r in rows:
+        tag = f"{r['program']}@{r['n']}" if r["n"] else r["program"]
+        t, g = r["tolk"], r.get("tinygrad")
+        if g is not None and r["speedup_cold"] < GOAL_SPEEDUP:
+            miss["speed"].append(f"{tag} ({r['speedup_cold']:.1f}x)")
+        if t.get("scale", 0) > GOAL_SCALE:
+            miss["linear"].append(f"{tag} ({t['scale']:.2f})")
+        if t["hit_over_miss"] >= GOAL_HIT:
+            miss["cache"].append(f"{tag} ({t['hit_over_miss']:.3f})")
+        if g is not None and t["arena_over_floor"] > g["arena_over_floor"] + 1e-9:
+            miss["memory"].append(
+                f"{tag} ({t['arena_over_floor']:.3f} > {g['arena_over_floor']:.3f})")
+        if g is not None and t["total_bytes"] > g["total_bytes"]:
+            miss["all buffers"].append(f"{tag} ({t['total_bytes']} > {g['total_bytes']} B)")
+    return miss
+
+
+def _git() -> str:
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                              text=True, cwd=Path(__file__).parent, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
+def header() -> str:
+    return (f"{datetime.datetime.now().isoformat(timespec='seconds')} | tolk {_git()} | Python "
+            f"{platform.python_version()} | {platform.processor() or platform.machine()}, "
+            f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} | tinygrad "
+            f"{'0.14.0, DEV=' + os.environ['DEV'] if TgTensor else 'absent'}")
+
+
+def profile(name, n, top, cached=False):
+    """cProfile of one tolk schedule (cold, or `cached`): the top functions by own time."""
+    fn = P.CHAINS.get(name) or P.MODELS[name]
+    build = lambda: fn(TolkTensor, n) if name in P.CHAINS else fn(TolkTensor)  # noqa: E731
+    P.softmax_chain(TolkTensor, 2).schedule_linear()  # one-time setup stays out of the profile
+    tks.schedule_cache_clear()
+    if cached:
+        build().schedule_linear()
+    t = build()
+    prof = cProfile.Profile()
+    prof.runcall(t.schedule_linear)
+    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", type=int, nargs=2, default=(200, 1000), metavar=("SMALL", "BIG"))
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--model-repeats", type=int, default=3)
+    ap.add_argument("--only", nargs="*", help="program names (default: all)")
+    ap.add_argument("--json", help="also write the results to this JSON file")
+    ap.add_argument("--profile", metavar="PROGRAM[:N]",
+                    help="cProfile tolk on one program, then exit")
+    ap.add_argument("--cached", action="store_true", help="with --profile: profile a cache hit")
+    args = ap.parse_args(argv)
+    if args.profile:
+        name, _, n = args.profile.partition(":")
+        return profile(name, int(n or args.sizes[1]), 25, args.cached)
+
+    for lib, T, clear in ((TolkTensor, TolkTensor, tks.schedule_cache_clear),
+                          (TgTensor, TgTensor, tgs.schedule_cache.clear if TgTensor else None)):
+        if T is not None:  # warm up imports and pattern tables, outside every measurement
+            P.softmax_chain(T, 2).schedule_linear()
+            clear()
+    print(header(), flush=True)
+    want = lambda k: not args.only or k in args.only  # noqa: E731
+    rows = []
+    for name, fn in P.CHAINS.items():
+        for n in args.sizes:
+            if want(name):
+                rows.append(measure(name, fn, n, args.repeats))
+                print(f"  done {name} n={n}", file=sys.stderr, flush=True)
+    for name, fn in P.MODELS.items():
+        if want(name):
+            rows.append(measure(name, fn, None, args.model_repeats))
+            print(f"  done {name}", file=sys.stderr, flush=True)
+    add_linearity(rows, *args.sizes)
+    print(table(rows))
+    miss = goals(rows)
+    print("\nGoals (tolk): " + "; ".join(
+        f"{g}: {'met' if not m else 'MISSED on ' + ', '.join(m)}" for g, m in miss.items()))
+    print("speed: tolk cold >= 10x faster than tinygrad cold; linear: n=BIG/n=SMALL time <= 5.5; "
+          "cache: cached/cold < 0.1; memory: tolk arena/floor <= tinygrad's; "
+          "all buffers (not an issue goal): tolk's total bytes <= tinygrad's.")
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"header": header(), "sizes": list(args.sizes), "repeats": args.repeats,
+             "rows": rows, "goals_missed": miss}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
