@@ -106,12 +106,12 @@ def realize(tensors, run: bool = True):
         return (UOp(Ops.LINEAR, src=()), {}) if not run else None
     fresh = {a for _, a, _ in outputs}
     sink = UOp.sink(*srcs)
-    user_afters = [n for n in sink.toposort() if n.op is Ops.AFTER and n not in fresh]
+    nodes = sink.toposort()
+    user_afters = [n for n in nodes if n.op is Ops.AFTER and n not in fresh]
     if user_afters and run:
         extra = _snapshot_readers(tensors, user_afters)
         if extra:
             return realize(extra + tensors, run)
-    nodes = sink.toposort()
     bufs = [n for n in nodes if n.op is Ops.BUFFER]
     params = {b: UOp(Ops.PARAM, b.dtype, (), (i, b.arg[1], b.arg[2])) for i, b in enumerate(bufs)}
     binds = [n for n in nodes if n.op is Ops.BIND]
@@ -125,7 +125,7 @@ def realize(tensors, run: bool = True):
     if not run:
         return linear, var_vals
     run_linear(linear, var_vals)
-    _after_run(outputs, [n for n in nodes if n.op is Ops.AFTER and n not in fresh])
+    _after_run(outputs, user_afters)
     return None
 
 

@@ -248,7 +248,10 @@ class ScheduleCacheInfo:
 
 
 SCHEDULE_CACHE_SIZE = 4096  # schedules kept; the least recently used one goes first
-_cache: OrderedDict[tuple[bytes, object], UOp] = OrderedDict()
+# value: (LINEAR, the sink it came from). Holding the sink keeps its nodes, and so their cached
+# keys, alive: the next realize of the same program rebuilds the same (interned) nodes and
+# finds their keys already computed.
+_cache: OrderedDict[tuple[bytes, object], tuple[UOp, UOp]] = OrderedDict()
 _cache_lock = threading.Lock()
 _cache_counts = [0, 0]  # hits, misses
 
@@ -288,27 +291,38 @@ def lower_sink_to_linear(
         return create_schedule(kernel_graph(sink))
     ck = (sink.key, get_kernel_graph)
     with _cache_lock:
-        linear = _cache.get(ck)
-        _cache_counts[0 if linear is not None else 1] += 1
-        if linear is not None:
+        entry = _cache.get(ck)
+        _cache_counts[0 if entry is not None else 1] += 1
+        if entry is not None:
             _cache.move_to_end(ck)
-    if linear is None:
-        linear = create_schedule(kernel_graph(sink))
+    if entry is None:
+        entry = (create_schedule(kernel_graph(sink)), sink)
         with _cache_lock:
-            linear = _cache.setdefault(ck, linear)
+            entry = _cache.setdefault(ck, entry)
             while len(_cache) > SCHEDULE_CACHE_SIZE:
                 _cache.popitem(last=False)
-    return linear
+    return entry[0]
 
 
 # ---------------------------------------------------------------------------------------------
 # resolution: CALL(LINEAR, *args) -> one flat LINEAR of concrete buffers
 
 
+def _tensor_sinks(node: UOp) -> list[UOp]:
+    """The tensor-level SINKs under `node`, children first; remembered on the node (a cached
+    program's body stays alive, so its next realize skips this walk)."""
+    if node._cache is None:
+        node._cache = {}
+    if "tensor_sinks" not in node._cache:
+        node._cache["tensor_sinks"] = [n for n in node.toposort(enter=_enter_kernel_graph)
+                                       if n.op is Ops.SINK and not isinstance(n.arg, KernelInfo)]
+    return node._cache["tensor_sinks"]
+
+
 def _lower_all(root: UOp, get_kernel_graph, use_cache: bool) -> UOp:
     """Replace every tensor-level SINK under `root` by its LINEAR, innermost first."""
-    nodes = root.toposort(enter=_enter_kernel_graph)
-    sinks = [n for n in nodes if n.op is Ops.SINK and not isinstance(n.arg, KernelInfo)]
+    parts = (root.src[0], *root.src[1:]) if root.op is Ops.CALL else (root,)
+    sinks = list({s: None for p in parts for s in _tensor_sinks(p)})
     if not sinks:
         return root
     if len(sinks) == 1 and sinks[0] is root:

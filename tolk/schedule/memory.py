@@ -7,12 +7,14 @@ Offsets come from the pure function `tolk.schedule.planner.assign_offsets`.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tolk.dtype import dtypes
 from tolk.helpers import NO_MEMORY_PLANNER
-from tolk.schedule.planner import assign_offsets, floor_bytes
+from tolk.schedule.planner import Plan, assign_offsets, floor_bytes
 from tolk.uop.ops import Ops, UOp, fresh_internal_buffer_slot
 
 ALIGNMENT = 256
@@ -53,6 +55,27 @@ def _lifetimes(linear: UOp, plannable) -> _Lifetimes:
     for b in lt.first:
         lt.lane[b] = (b.device, 1 if b in copy_bufs else 0)
     return lt
+
+
+_plans: OrderedDict[tuple, Plan] = OrderedDict()
+_plans_lock = threading.Lock()
+PLAN_CACHE_SIZE = 1024
+
+
+def _plan(sizes: tuple[int, ...], firsts: tuple[int, ...], lasts: tuple[int, ...]) -> Plan:
+    """`assign_offsets`, remembered: a cached schedule run again has the same lifetimes."""
+    key = (sizes, firsts, lasts)
+    with _plans_lock:
+        plan = _plans.get(key)
+        if plan is not None:
+            _plans.move_to_end(key)
+            return plan
+    plan = assign_offsets(sizes, firsts, lasts, alignment=ALIGNMENT)
+    with _plans_lock:
+        _plans[key] = plan
+        while len(_plans) > PLAN_CACHE_SIZE:
+            _plans.popitem(last=False)
+    return plan
 
 
 def _rebuild(linear: UOp, mapping: dict[UOp, UOp]) -> UOp:
@@ -96,10 +119,8 @@ def memory_plan_rewrite(
         lanes.setdefault(lt.lane[b], []).append(b)
     mapping: dict[UOp, UOp] = {}
     for (device, _), bufs in lanes.items():
-        plan = assign_offsets(
-            [b.nbytes for b in bufs], [lt.first[b] for b in bufs], [lt.last[b] for b in bufs],
-            alignment=ALIGNMENT,
-        )
+        plan = _plan(tuple(b.nbytes for b in bufs), tuple(lt.first[b] for b in bufs),
+                     tuple(lt.last[b] for b in bufs))
         arena = UOp(Ops.BUFFER, dtypes.uint8, (), (fresh_internal_buffer_slot(), device, plan.arena))
         for b, off in zip(bufs, plan.offsets):
             mapping[b] = UOp(Ops.SLICE, b.dtype, (arena,), (off, b.nbytes))
