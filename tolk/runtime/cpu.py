@@ -12,6 +12,8 @@ bfloat16 values are computed in float32 and rounded to bfloat16 where stored or 
 
 from __future__ import annotations
 
+import functools
+import math
 import string
 import threading
 from collections.abc import Callable
@@ -89,6 +91,7 @@ class _Codegen:
                 self.users[s] = self.users.get(s, 0) + 1
         self.skip: set[UOp] = set()
         self.store_targets: set[UOp] = set()
+        self.constval: dict[UOp, np.ndarray] = {}  # values known at compile time
         self.index_targets: set[UOp] = set()  # store targets that are no numpy view (a PAD)
         for n in self.nodes:
             if n.op is Ops.STORE:
@@ -170,9 +173,13 @@ class _Codegen:
             self.emit(n, f"b[{n.arg[0]}]")
         elif op is Ops.LOAD:
             src = n.src[0]
-            self.emit(n, f"bf16_to_f32({s[0]})" if src.dtype is dtypes.bfloat16 else s[0])
+            if src.dtype is dtypes.bfloat16:
+                self.emit(n, f"bf16_to_f32({s[0]})")
+            else:
+                self.names[n] = s[0]  # the buffer itself: no line
         elif op is Ops.CONST:
-            self.emit(n, self.const(np.array(n.arg, dtype=cdt)))
+            self.constval[n] = np.array(n.arg, dtype=cdt)
+            self.emit(n, self.const(self.constval[n]))
         elif op is Ops.DEFINE_VAR:
             self.emit(n, f"{self.const(cdt.type)}(vv[{n.arg[0]!r}])")
         elif op is Ops.BIND:
@@ -234,7 +241,7 @@ class _Codegen:
                 for o, sq in zip(ops, squeezes)
             )
             keep = tuple(1 if i in axes else d for i, d in enumerate(full))
-            return f"np.reshape(np.einsum({spec!r}, {args}, optimize=True), {shape_code(keep)})"
+            return f"np.reshape(contract({spec!r}, {args}), {shape_code(keep)})"
         return f"{_REDUCE[rop]}.reduce({x}, axis={tuple(axes)}, keepdims=True, dtype={self.const(cdt)})"
 
     def movement(self, n: UOp, x: str) -> str:
@@ -246,7 +253,20 @@ class _Codegen:
                 return f"np.pad({x}, {tuple(tuple(p) for p in arg)}, constant_values=-1)"
             if op is Ops.RESHAPE:
                 return f"reshape_prefix({x}, {shape_code(arg)})"
+        src = n.src[0]
+        static = op not in (Ops.RESHAPE, Ops.EXPAND) or not any(isinstance(d, Sym) for d in arg)
+        if src in self.constval and op in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE) and static:
+            v = self.constval[src]  # folded now: the kernel reads the final view of the constant
+            v = (v.reshape(arg) if op is Ops.RESHAPE else np.broadcast_to(v, arg)
+                 if op is Ops.EXPAND else np.transpose(v, arg))
+            self.constval[n] = v
+            return self.const(v)
         if op is Ops.RESHAPE:
+            flat = src.op is Ops.PARAM or (src.op is Ops.LOAD and src.src[0].op is Ops.PARAM)
+            param = src if src.op is Ops.PARAM else src.src[0] if flat else None
+            exact = static and (param is None or param.arg[2] == math.prod(int(d) for d in arg))
+            if exact and (flat or n not in self.store_targets):
+                return f"{x}.reshape({shape_code(arg)})"  # a whole flat buffer or a value: a view
             fn = "view_reshape" if n in self.store_targets else "reshape_prefix"
             return f"{fn}({x}, {shape_code(arg)})"
         if op is Ops.PERMUTE:
@@ -315,7 +335,41 @@ def view_reshape(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
-_GLOBALS = {"np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
+@functools.lru_cache(maxsize=None)
+def _contract_plan(spec: str):
+    """Label groups of a two-operand einsum: summed-alone axes, batch, free, contracted."""
+    ins, out = spec.split("->")
+    la, lb = ins.split(",")
+    only_a = tuple(i for i, c in enumerate(la) if c not in lb and c not in out)
+    only_b = tuple(i for i, c in enumerate(lb) if c not in la and c not in out)
+    la = "".join(c for i, c in enumerate(la) if i not in only_a)
+    lb = "".join(c for i, c in enumerate(lb) if i not in only_b)
+    batch = [c for c in out if c in la and c in lb]
+    lfree = [c for c in out if c in la and c not in lb]
+    rfree = [c for c in out if c in lb and c not in la]
+    contr = [c for c in la if c in lb and c not in out]
+    mid = batch + lfree + rfree
+    return (only_a, only_b, la, lb, (batch, lfree, contr, rfree),
+            tuple(la.index(c) for c in batch + lfree + contr),
+            tuple(lb.index(c) for c in batch + contr + rfree), mid, tuple(mid.index(c) for c in out))
+
+
+def contract(spec: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A two-operand einsum as one (batched) ``np.matmul``: BLAS reads transposed views in
+    place, where ``np.einsum(optimize=True)`` copies them first."""
+    only_a, only_b, la, lb, groups, pa, pb, mid, po = _contract_plan(spec)
+    if only_a:
+        a = a.sum(axis=only_a)
+    if only_b:
+        b = b.sum(axis=only_b)
+    size = dict(zip(la, a.shape))
+    size.update(zip(lb, b.shape))
+    nb, nl, nk, nr = (math.prod(size[c] for c in g) for g in groups)
+    r = np.matmul(np.transpose(a, pa).reshape(nb, nl, nk), np.transpose(b, pb).reshape(nb, nk, nr))
+    return np.transpose(r.reshape([size[c] for c in mid]), po)
+
+
+_GLOBALS = {"contract": contract, "np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
             "view_reshape": view_reshape, "reshape_prefix": reshape_prefix,
             "store_indexed": store_indexed}
 
