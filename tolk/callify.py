@@ -20,7 +20,7 @@ from tolk.helpers import prod
 from tolk.runtime.device import typed_view
 from tolk.schedule import create_linear_with_vars
 from tolk.tensor import IdentityWeakSet, Tensor, _base_and_chain, _lazy, _views
-from tolk.uop.ops import Ops, UOp
+from tolk.uop.ops import GroupOp, Ops, UOp
 from tolk.uop.shape import max_numel, shape_syms
 
 # Called as hook(planned LINEAR, var_vals, seconds spent scheduling) for every realize.
@@ -61,7 +61,6 @@ def _build_sink(tensors: list[Tensor]):
     srcs: dict[UOp, None] = {}
     outputs: list[tuple[Tensor, UOp, UOp]] = []
     reads: dict[UOp, UOp] = {}  # an earlier output's graph -> a view of its realization
-    first: dict[UOp, tuple[UOp, UOp]] = {}
     for t in tensors:
         u = t.uop
         base = _base_and_chain(u)
@@ -70,17 +69,14 @@ def _build_sink(tensors: list[Tensor]):
         if base.op is Ops.AFTER:
             srcs[base] = None
             continue
-        if u in reads:
-            outputs.append((t, *first[u]))
-            continue
         shape = t.shape
         binds = t._binds(d.name for d in shape_syms(shape))
         buf = UOp.buffer(t.dtype, max_numel(shape), t.device)
-        value = u.substitute(reads) if reads else u
+        # a second tensor with the same graph gets its own buffer: a copy of the first's
+        value = reads[u] if u in reads else (u.substitute(reads) if reads else u)
         out_view = _view(buf, shape, binds)
         after = UOp(Ops.AFTER, t.dtype, (buf, UOp(Ops.STORE, dtypes.void, (out_view, value))))
-        reads[u] = _view(after, shape, binds)
-        first[u] = (after, out_view)
+        reads.setdefault(u, _view(after, shape, binds))
         outputs.append((t, after, out_view))
         srcs[after] = None
     return list(srcs), [(t, a, v) for t, a, v in outputs]
@@ -171,6 +167,12 @@ def assign(target: Tensor, x) -> Tensor:
                         f"cast it first")
     if x.device != target.device:
         raise DeviceError(f"assign from device {x.device} into a tensor on {target.device}")
+    chain = target.uop
+    while chain.op in GroupOp.Movement:
+        if chain.op is Ops.EXPAND:
+            raise ValueError(f"cannot assign into a broadcast (expanded) view of shape {target.shape}: "
+                             "it is read-only, as in numpy")
+        chain = chain.src[0]
     if not _is_view_of_state(target.uop):
         target.realize()
     state = _base_and_chain(target.uop)

@@ -572,8 +572,8 @@ class Tensor:
         out_shape = tuple(1 if i in axes else s for i, s in enumerate(self.shape))
         if axes and self.ndim:
             r = Tensor(UOp(Ops.REDUCE_AXIS, self.dtype, (self.uop,), (op, axes)))
-        else:
-            r = self
+        else:  # nothing to reduce: still a new value, never an alias of the input (numpy)
+            r = self.contiguous()
         if keepdim:
             return r
         return r.reshape(tuple(s for i, s in enumerate(out_shape) if i not in axes))

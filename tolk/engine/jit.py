@@ -86,6 +86,7 @@ class CapturedJit:
         self.out_bufs: list[UOp] = []
         self.out_views: list[UOp] = []
         self.in_index: dict[UOp, int] = {}
+        self.const_outs: set[UOp] = set()
         functools.update_wrapper(self, fn)
 
     def reset(self) -> None:
@@ -134,7 +135,7 @@ class CapturedJit:
         finally:
             capturing.remove(cap)
         self.out_views = [o.uop for o in out_tensors]
-        self.out_bufs = [_base(o.uop) for o in out_tensors]
+        self.out_bufs = list({_base(o.uop): None for o in out_tensors})  # distinct buffers
         self.out_template = out
         linear = UOp(Ops.LINEAR, src=tuple(cap.calls))
         held = [*in_bufs, *self.out_bufs]
@@ -147,6 +148,9 @@ class CapturedJit:
     def _compile(self, in_bufs: list[UOp]) -> None:
         """Per call: its kernel and, per argument, a fixed view or an input/output index."""
         self.in_index = {b: i for i, b in enumerate(in_bufs)}
+        written = {c.src[1] for c in self.linear.src if len(c.src) > 1}
+        # an output no call writes (made from host data inside fn) is a constant of the capture
+        self.const_outs = {b for b in self.out_bufs if b not in written and b not in self.in_index}
         where = {b: ("in", i) for i, b in enumerate(in_bufs)}
         for j, b in enumerate(self.out_bufs):
             where.setdefault(b, ("out", j))
@@ -180,6 +184,9 @@ class CapturedJit:
             if b in self.in_index:  # an output that is an input (e.g. updated in place)
                 new_bufs.append(in_bufs[self.in_index[b]])
                 continue
+            if b in self.const_outs:
+                new_bufs.append(b)
+                continue
             nb = UOp.buffer(b.dtype, b.size, b.device)
             set_storage(nb, np.zeros(nb.nbytes, np.uint8))
             new_bufs.append(nb)
@@ -195,8 +202,10 @@ class CapturedJit:
                     kernel.run(bufs, var_vals)
         new_binds = {b.name: b.uop for b in binds}
         fresh = []
-        for v, old, new in zip(self.out_views, self.out_bufs, new_bufs):
-            mapping = {old: new}
+        new_of = dict(zip(self.out_bufs, new_bufs))
+        for v in self.out_views:
+            old = _base(v)
+            mapping = {old: new_of[old]}
             for n in v.toposort():  # symbolic output shapes take this call's variable values
                 if n.op is Ops.BIND and n.src[0].arg[0] in new_binds:
                     mapping[n] = new_binds[n.src[0].arg[0]]

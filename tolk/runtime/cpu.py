@@ -55,7 +55,14 @@ def _contraction_operands(node: UOp, users: dict[UOp, int]):
     mul = node.src[0]
     if not node.dtype.is_float or node.dtype is dtypes.bfloat16 or users.get(mul, 0) > 1:
         return None
-    return tuple(x.src[0] if x.op is Ops.EXPAND and users.get(x, 0) == 1 else x for x in mul.src)
+    if mul.src[0] is mul.src[1]:  # x * x: one node cannot be two einsum operands here
+        return None
+    ops = tuple(x.src[0] if x.op is Ops.EXPAND and users.get(x, 0) == 1 else x for x in mul.src)
+    full = shape_of(mul)
+    for ax in node.arg[1]:  # a summed axis broadcast in both operands would lose its count
+        if all(shape_of(o)[ax] == 1 and full[ax] != 1 for o in ops):
+            return None
+    return ops
 
 
 def shape_code(shape) -> str:

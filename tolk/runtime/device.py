@@ -87,7 +87,11 @@ def buffer_storage(buf: UOp) -> np.ndarray:
     if raw is None:
         if buf.op is not Ops.BUFFER:
             raise DeviceError(f"only BUFFER nodes have storage, got {buf.short()}")
-        raw = get_device(buf.device).alloc(buf.nbytes)
+        try:
+            raw = get_device(buf.device).alloc(buf.nbytes)
+        except MemoryError as e:
+            raise MemoryError(f"{buf.device}: cannot allocate {buf.nbytes} bytes for "
+                              f"{buf.short()}: {e}") from e
         with _storage_lock:
             raw = _storage.setdefault(buf, raw)
     return raw

@@ -276,7 +276,7 @@ class _Kernelizer:
         mapping: dict[UOp, UOp] = {}
         for n in value.toposort(enter=enter):
             if n.op in _BASE_STATES and (n is value or n not in self.realized):
-                mapping[n] = load(n if n is value else self.state_of(n))
+                mapping[n] = load(self.state_of(n))
             elif n in self.realized and not (n is value and compute_root):
                 mapping[n] = UOp(Ops.RESHAPE, n.dtype, (load(self.state[n]),), shape_of(n))
             elif n.op is Ops.BIND:

@@ -28,8 +28,9 @@ buffers of equal dtype, offset and size one SLICE node. A plan that reuses bytes
 buffer A (calls 3..5), then B at [0, 4) (calls 16..25), then C at [0, 16) again (calls
 28..36) is correct, but A and C are one node whose first..last (3..36) contains B's.
 
-Cost: O(calls * args + AST nodes) for the walk, plus O(v log v) per arena for the sweep
-over its v views (a sorted list of live byte ranges, checked against neighbours only).
+Cost: O(calls * args + AST nodes) for the walk, plus a sweep per arena over its s segments:
+O(s log s) comparisons (a sorted list of live byte ranges, each newcomer checked against its
+two neighbours only, never all pairs).
 """
 
 from __future__ import annotations

@@ -225,6 +225,7 @@ def fresh_internal_buffer_slot() -> int:
 
 
 _intern: dict[tuple, weakref.ref] = {}
+_intern_lock = threading.RLock()  # re-entrant: a collection may run __del__ inside it
 
 
 class _Tag:
@@ -288,15 +289,21 @@ class UOp:
         node.op, node.dtype, node.src, node.arg = op, dtype, src, arg
         node._key = None
         node._cache = None
-        _intern[k] = weakref.ref(node)
+        with _intern_lock:  # two threads building one node must get one object
+            ref = _intern.get(k)
+            other = ref() if ref is not None else None
+            if other is not None:
+                return other
+            _intern[k] = weakref.ref(node)
         return node
 
     def __del__(self) -> None:
         try:
             k = (self.op, self.dtype, self.src, _canon(self.arg))
-            ref = _intern.get(k)
-            if ref is not None and ref() in (None, self):
-                del _intern[k]
+            with _intern_lock:
+                ref = _intern.get(k)
+                if ref is not None and ref() in (None, self):
+                    del _intern[k]
         except Exception:  # interpreter shutdown: module globals may already be gone
             pass
 

@@ -1,0 +1,1 @@
+"""Random-program fuzzing of tolk against a numpy interpreter (see programs.py)."""

@@ -1,0 +1,136 @@
+"""Realizing from several threads at once: the schedule cache, the buffer slot counters, the
+intern table and the tensor registries are shared, and every thread still gets its values."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from tolk import Context, Tensor
+from tolk.dtype import dtypes
+from tolk.schedule import schedule_cache_info
+from tolk.uop import Ops, UOp
+
+THREADS = 4
+ROUNDS = 12
+
+
+def rnd(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def program(k: int, r: int):
+    """Thread k's round r: (tolk outputs, numpy expectations). Same structure in every thread
+    (schedule cache hits across threads) plus a part whose shape depends on the thread."""
+    a, b = rnd(8, 8, seed=100 * k + r), rnd(8, seed=7 + k)
+    x, y = Tensor(a), Tensor(b)
+    h = (x @ x).relu() + y
+    s = h.softmax(-1).sum(0)
+    c = Tensor(rnd(3 + k, 4, seed=r))
+    m = (c * 2 - 1).exp().max(1)
+    z = Tensor(a.copy())
+    z[1:3] = z[2:4] * 2 + 1
+    outs = [h, s, m, z]
+    e = np.exp(np.maximum(a @ a, 0) + b - (np.maximum(a @ a, 0) + b).max(-1, keepdims=True))
+    za = a.copy()
+    za[1:3] = za[2:4] * 2 + 1
+    want = [np.maximum(a @ a, 0) + b, (e / e.sum(-1, keepdims=True)).sum(0),
+            np.exp(rnd(3 + k, 4, seed=r) * 2 - 1).max(1), za]
+    return outs, want
+
+
+def run_threads(work) -> list[BaseException]:
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(THREADS)
+
+    def body(k):
+        try:
+            barrier.wait()
+            work(k)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=body, args=(k,)) for k in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    return errors
+
+
+@pytest.mark.parametrize("flags", [{}, {"NO_MEMORY_PLANNER": 1}, {"SCACHE": 0}])
+def test_realizes_from_four_threads_give_each_its_values(flags):
+    before = schedule_cache_info()
+
+    def work(k):
+        with Context(**flags):
+            for r in range(ROUNDS):
+                outs, want = program(k, r)
+                order = outs[k % len(outs):] + outs[:k % len(outs)]
+                Tensor.realize(*order)
+                for t, w in zip(outs, want):
+                    np.testing.assert_allclose(t.numpy(), w, rtol=1e-4, atol=1e-5)
+
+    errors = run_threads(work)
+    assert not errors, errors[0]
+    if not flags:
+        assert schedule_cache_info().hits > before.hits
+
+
+def test_threads_with_different_flags_do_not_see_each_others_flags():
+    seen: dict[int, int] = {}
+
+    def work(k):
+        from tolk.helpers import NO_MEMORY_PLANNER
+
+        with Context(NO_MEMORY_PLANNER=k % 2):
+            for r in range(ROUNDS):
+                x = Tensor(rnd(16, 16, seed=k * 1000 + r))
+                lin = ((x @ x).exp().contiguous() * 2).sum(0).schedule_linear()
+                planned = any(a.op is Ops.SLICE for c in lin.src for a in c.src[1:])
+                assert NO_MEMORY_PLANNER.value == k % 2
+                assert planned == (k % 2 == 0)
+            seen[k] = k % 2
+
+    errors = run_threads(work)
+    assert not errors, errors[0]
+    assert len(seen) == THREADS
+
+
+def test_jitted_functions_in_separate_threads():
+    import tolk
+
+    def work(k):
+        f = tolk.jit(lambda x, w: (x @ w).relu().sum(1))
+        w = Tensor(rnd(6, 3, seed=k))
+        for r in range(6):
+            a = rnd(4, 6, seed=10 * k + r)
+            got = f(Tensor(a), w).numpy()
+            np.testing.assert_allclose(got, np.maximum(a @ rnd(6, 3, seed=k), 0).sum(1),
+                                       rtol=1e-5, atol=1e-6)
+
+    errors = run_threads(work)
+    assert not errors, errors[0]
+
+
+def test_hash_consing_holds_across_threads():
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often so a race shows in a short test
+    try:
+        for trial in range(10):
+            roots: list = [None] * THREADS
+
+            def work(k, trial=trial, roots=roots):
+                n = UOp.const(dtypes.float32, float(trial))
+                for i in range(20_000):
+                    n = UOp(Ops.ADD, dtypes.float32, (n, UOp.const(dtypes.float32, float(i % 7))))
+                roots[k] = n
+
+            assert not run_threads(work)
+            assert all(r is roots[0] for r in roots), f"trial {trial}: equal graphs, distinct nodes"
+    finally:
+        sys.setswitchinterval(old)
