@@ -442,6 +442,10 @@ def create_linear_with_vars(
         return UOp(Ops.LINEAR, src=()), var_vals
     held = [a for a in top_args if a.op is Ops.BUFFER]
     planned = memory_plan_rewrite(linear, held)
+    if DEBUG.value >= 3:  # prove the planned schedule valid before anything runs it
+        from tolk.schedule.verify import verify_linear
+
+        verify_linear(planned, held)
     if DEBUG.value >= 1:
         hit = "cache hit" if _cache_counts[0] > before else "cache miss"
         st = linear_stats(planned)
