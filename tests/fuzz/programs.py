@@ -14,12 +14,14 @@ earlier keeps its old value. This is tolk's documented assign semantics (tolk.te
 
 Known tolk bugs are steered around by default (`Gen.avoid_known_bugs`), so the default fuzzer
 stays green and keeps looking for new ones; tests/fuzz/test_regressions.py pins each of them
-(its docstring lists them). Steering means: writes only into views of the program's inputs,
-never through a PAD or EXPAND; a realize of an assign's value first when it is lazy or reads
-another pending assign, of the pending assigns reading a buffer before it is overwritten, of
-lazy operands reading an older state of a buffer than their co-operands, and of a
-`contiguous` source that is lazy or pending; no reduction of 0-d tensors; shards of at least
-one row per device; jit outputs returned as distinct contiguous tensors, realized inside.
+(its docstring lists them). Steering means: writes only into views of the program's inputs
+(bug 1); a realize of an assign's value first when it is lazy or reads another pending assign
+(bugs 3, 5), and of the pending assigns reading a buffer before it is overwritten (bug 4); a
+realize of lazy operands that read an older state of a buffer than their co-operands, and jit
+outputs realized inside the function while the whole pool is alive (bug 6); a constant added
+to an assign's value that needs a cast (bug 5); no assign of a buffer's bare state into a view
+of itself (bug 8); shards of at least one row per device, no MultiTensor mean of nothing (bug
+13). Writes through an EXPAND are never generated: tolk rejects them, as numpy does.
 Without the steering (``Gen(avoid_known_bugs=False)``) the fuzzer finds those bugs quickly.
 """
 
@@ -276,9 +278,8 @@ class Entry:
 
     `lazy`: for a tensor tolk still holds as a lazy graph, the buffer states ``(base,
     epoch)`` that graph reads; None for a view of a buffer (it reads its base's state).
-    `padded`: tolk's view goes through a PAD (a strided slice whose extent is not a multiple
-    of its step) or an EXPAND: a store through it is lost or fails inside the kernel.
-    `product`: a computed product (a sum of it runs as one einsum in tolk's CPU kernels).
+    `expanded`: tolk's view goes through an EXPAND, so tolk rejects a store through it (numpy
+    rejects writes into broadcast views too; the index model alone cannot tell).
     Invariant: for kind "m" (a MultiTensor), idx is the identity of `base` and `axis` is set."""
 
     base: _Base
@@ -287,8 +288,7 @@ class Entry:
     kind: str = "t"
     axis: int = -1
     lazy: frozenset | None = None
-    padded: bool = False
-    product: bool = False
+    expanded: bool = False
 
     @property
     def shape(self) -> tuple:
@@ -327,31 +327,6 @@ def _fresh(value: np.ndarray, device: str, kind: str = "t", axis: int = -1,
                  None if realized else lazy)
 
 
-def getitem_pads(shape: tuple, index) -> bool:
-    """Whether tolk's `Tensor.__getitem__` pads for `index` (see `Tensor._slice_step`)."""
-    idx = index if isinstance(index, tuple) else (index,)
-    n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
-    if Ellipsis in idx:
-        k = idx.index(Ellipsis)
-        idx = idx[:k] + (slice(None),) * (len(shape) - n_real) + idx[k + 1:]
-    axis = 0
-    for i in idx:
-        if i is None:
-            continue
-        if isinstance(i, slice):
-            size = shape[axis]
-            start, stop, step = i.indices(size)
-            if step < 0:
-                n = len(range(start, stop, step))
-                start, step = size - 1 - start, -step
-            else:
-                n = max(0, -(-(max(start, stop) - start) // step))
-            if step != 1 and n and n * step > min(n * step, size - start):
-                return True
-        axis += 1
-    return False
-
-
 class NumpyMachine:
     """Runs program steps eagerly on numpy. `trace` collects (label, value) at checks and end."""
 
@@ -371,9 +346,7 @@ class NumpyMachine:
     def view(self, src: Entry, kind: str, arg) -> None:
         idx = movement_np(kind, src.idx, arg, fill=-1)
         e = Entry(src.base, np.array(idx), src.device, lazy=src.lazy)
-        grows = (kind == "expand" and np.prod(idx.shape) != np.prod(src.shape)) or (
-            kind == "pad" and any(p is not None and max(p) > 0 for p in arg))
-        e.padded = src.padded or grows or (kind == "getitem" and getitem_pads(src.shape, arg))
+        e.expanded = src.expanded or (kind == "expand" and idx.shape != src.shape)
         self.add(e)
 
     def mark_realized(self, e: Entry) -> None:
@@ -396,13 +369,7 @@ class NumpyMachine:
         if source is not None and source.base is not b:
             b.reads.append(source.base)
 
-    def apply(self, step: tuple) -> None:
-        n = len(self.pool)
-        self._apply(step)
-        if len(self.pool) > n and step[0] in ("binary", "scalar", "var", "m_binary"):
-            self.pool[-1].product = step[1] == "mul"
-
-    def _apply(self, step: tuple) -> None:  # noqa: C901 - one branch per step kind
+    def apply(self, step: tuple) -> None:  # noqa: C901 - one branch per step kind
         k, p = step[0], self.pool
         if k == "unary":
             e = p[step[2]]
@@ -633,31 +600,15 @@ def run_tolk(prog: Program, arrays, var_values) -> list[tuple[str, np.ndarray]]:
     return m.trace
 
 
-def jit_outputs(pool, avoid_known_bugs: bool) -> tuple[list, list[int]]:
-    """What the jitted function returns for a final pool: (outputs, entry -> output index).
-
-    MultiTensors are gathered to CPU. Avoiding known bugs, every output is a fresh contiguous
-    tensor and equal graphs are returned once (outputs sharing a buffer replay as zeros)."""
-    outs: list = []
-    where: list[int] = []
-    seen: dict = {}
-    for x in pool:
-        t = x.to("CPU") if hasattr(x, "shards") else x
-        if avoid_known_bugs:
-            t = t.contiguous()
-            if t.uop in seen:
-                where.append(seen[t.uop])
-                continue
-            seen[t.uop] = len(outs)
-        where.append(len(outs))
-        outs.append(t)
-    return outs, where
+def jit_outputs(pool) -> list:
+    """What the jitted function returns for a final pool: every entry, MultiTensors gathered
+    to CPU (a MultiTensor is not a jit output)."""
+    return [x.to("CPU") if hasattr(x, "shards") else x for x in pool]
 
 
 def make_jit_fn(prog: Program, avoid_known_bugs: bool = True):
-    """A function of (*input tensors, *bound variables) running `prog`; returns its outputs.
-
-    ``fn.where`` maps each pool entry to its output (set while the Python body runs)."""
+    """A function of (*input tensors, *bound variables) running `prog`; returns its outputs,
+    one per pool entry (`jit_outputs`)."""
     n_in = len(prog.inputs)
 
     def fn(*args):
@@ -666,15 +617,13 @@ def make_jit_fn(prog: Program, avoid_known_bugs: bool = True):
         m = TolkMachine(args[:n_in], args[n_in:], jit=True)
         for s in prog.steps:
             m.apply(s)
-        outs, where = jit_outputs(m.pool, avoid_known_bugs)
+        outs = jit_outputs(m.pool)
         if avoid_known_bugs and outs:
             # realized while the whole pool is alive: once the entries die, an output that
             # reads a buffer both before and after a pending assign fails to schedule
             Tensor.realize(*outs)
-        fn.where = where
         return tuple(outs)
 
-    fn.where = None
     return fn
 
 
@@ -899,16 +848,6 @@ class _Drawer:
                 break
         if not g.avoid_known_bugs:
             return [s]
-        if s[0] in ("reduce", "m_reduce") and s[1] in ("sum", "mean") and \
-                self.m.pool[s[2]].product and self.m.pool[s[2]].lazy is not None:
-            # a sum of a product where every factor is broadcast along a reduced axis loses
-            # that axis's length (the einsum path drops it)
-            return [("realize", (s[2],)), s]
-        if s[0] == "contiguous" and (self.m.pool[s[1]].lazy is not None
-                                     or self.m.pool[s[1]].pending()):
-            # a kernel whose whole value is a buffer state that is being computed in the same
-            # schedule loads it without waiting for (or even running) its producer
-            return [("realize", (s[1],)), s]
         if s[0] not in ("assign", "assign_scalar", "setitem", "view_assign"):
             return [*self.unmix(s), s]
         pool = self.m.pool
@@ -988,8 +927,6 @@ class _Drawer:
     def s_reduce(self):
         i = self.pick(self.tensors())
         e = self.m.pool[i]
-        if self.gen.avoid_known_bugs and not e.shape:
-            return None  # tolk's reduction of a 0-d tensor is the tensor itself (an alias)
         op = self.draw(st.sampled_from(("sum", "max", "min", "mean")))
         axis = _axis_arg(self.draw, len(e.shape))
         if op in ("max", "min") and not self.reducible(e.shape, axis):
@@ -1045,15 +982,13 @@ class _Drawer:
     # -- assigns ------------------------------------------------------------------------------
 
     def assignable(self, e: Entry) -> bool:
-        if not e.writable():
-            return False
-        return not (self.gen.avoid_known_bugs and self.unsafe_target(e))
+        return e.writable() and not self.unsafe_target(e)
 
     def unsafe_target(self, e: Entry) -> bool:
-        """Avoiding known bugs: only views of the program's inputs are written (tensors with
-        equal graphs realized together share a buffer, so a write into one changes the
-        other), and never through a PAD or EXPAND."""
-        return e.padded or all(e.base is not x.base for x in self.m.pool[:self.n_inputs])
+        """Never through an EXPAND (tolk and numpy reject it); avoiding known bugs, only views
+        of the program's inputs (tolk loses writes through views of lazy tensors)."""
+        return e.expanded or (self.gen.avoid_known_bugs and all(
+            e.base is not x.base for x in self.m.pool[:self.n_inputs]))
 
     def value_for(self, target: Entry):
         """(value, is_entry): a pool entry broadcastable into `target`, or a scalar."""
@@ -1089,7 +1024,7 @@ class _Drawer:
             return None
         i = self.pick(ts)
         e = self.m.pool[i]
-        if self.gen.avoid_known_bugs and self.unsafe_target(e):
+        if self.unsafe_target(e):
             return None
         index = _index_arg(self.draw, e.shape)
         try:
@@ -1097,8 +1032,7 @@ class _Drawer:
         except (ValueError, IndexError):
             return None
         view = Entry(e.base, idx, e.device)
-        if not view.writable() or (self.gen.avoid_known_bugs and (
-                e.padded or getitem_pads(e.shape, index))):
+        if not view.writable():
             return None
         v, is_entry = self.value_for(view)
         fused = is_entry and self.fused(self.m.pool[v], view)
