@@ -119,7 +119,9 @@ class MultiTensor:
         if self.axis not in axes:
             new_axis = self.axis if keepdim else self.axis - sum(1 for a in axes if a < self.axis)
             return MultiTensor([getattr(s, name)(axes, keepdim=keepdim) for s in self.shards], new_axis)
-        parts = [getattr(s, name)(axes, keepdim=keepdim).to(self.devices[0]) for s in self.shards]
+        # an empty shard holds nothing to reduce (and max/min of nothing has no identity)
+        shards = [s for s in self.shards if s.shape[self.axis] > 0] or list(self.shards[:1])
+        parts = [getattr(s, name)(axes, keepdim=keepdim).to(self.devices[0]) for s in shards]
         out = parts[0]
         for p in parts[1:]:
             out = combine(out, p)
@@ -140,7 +142,8 @@ class MultiTensor:
         n = 1
         for a in axes:
             n *= self.shape[a]
-        return self.cast(self.dtype if self.dtype.is_float else "float32").sum(axis, keepdim) * (1 / n)
+        total = self.cast(self.dtype if self.dtype.is_float else "float32").sum(axis, keepdim)
+        return total * (1 / n if n else float("nan"))
 
     def matmul(self, w: Tensor):
         if self.ndim < 2 or self.axis >= self.ndim - 1:

@@ -22,7 +22,7 @@ Bugs found (suspected cause in each open test's reason; fixed ones stay as plain
     or for an output made from host data inside the function
 11. fixed: the reduction of a 0-d tensor was the tensor itself (an alias)
 12. fixed: an assign through an expanded view failed late, inside the kernel (now rejected)
-13. open:  MultiTensor: max over the sharded axis with an empty shard; mean over an empty axis
+13. fixed: MultiTensor: max over the sharded axis with an empty shard; mean over an empty axis
 14. fixed: a sum of a product whose factors are all broadcast along a reduced axis lost it
 """
 
@@ -396,14 +396,12 @@ def test_assign_through_an_expanded_view_is_rejected_at_assign_time():
 # 13 ------------------------------------------------------------------------------------------
 
 
-@bug("MultiTensor._reduce reduces every shard, also an empty one, and max has no identity")
 def test_sharded_max_over_an_axis_with_an_empty_shard():
     a = np.array([[1.0, 5.0, 2.0]], np.float32)  # one row for two devices
     m = Tensor(a).shard(DEVS, axis=0)
     np.testing.assert_array_equal(m.max(0).numpy(), a.max(0))
 
 
-@bug("MultiTensor.mean computes 1 / n in Python (ZeroDivisionError); Tensor.mean gives nan")
 def test_sharded_mean_over_an_empty_axis_is_nan():
     m = Tensor(np.zeros((2, 0), np.float32)).shard(DEVS, axis=0)
     assert np.isnan(m.mean(1).numpy()).all()
