@@ -4,7 +4,6 @@ a crash or a wrong value."""
 
 from __future__ import annotations
 
-import struct
 import time
 import tracemalloc
 import warnings

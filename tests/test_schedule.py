@@ -24,7 +24,7 @@ from tolk.schedule import (
     schedule_cache_clear,
     schedule_cache_info,
 )
-from tolk.uop import KernelInfo, Ops, UOp
+from tolk.uop import Ops, UOp
 
 
 def identity_pass(sink: UOp) -> UOp:

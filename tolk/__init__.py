@@ -14,29 +14,15 @@ __version__ = "0.1.0"
 __all__ = ["Tensor", "dtypes", "Context", "MultiTensor", "Variable", "jit", "__version__"]
 
 
+_LAZY = {  # public name -> the module that defines it (loaded on first use)
+    "Tensor": "tolk.tensor", "dtypes": "tolk.dtype", "Context": "tolk.helpers",
+    "MultiTensor": "tolk.multi", "Variable": "tolk.variable", "jit": "tolk.engine.jit",
+}
+
+
 def __getattr__(name: str):
-    if name == "Tensor":
-        from tolk.tensor import Tensor
+    if name in _LAZY:
+        import importlib
 
-        return Tensor
-    if name == "dtypes":
-        from tolk.dtype import dtypes
-
-        return dtypes
-    if name == "Context":
-        from tolk.helpers import Context
-
-        return Context
-    if name == "Variable":
-        from tolk.variable import Variable
-
-        return Variable
-    if name == "jit":
-        from tolk.engine.jit import jit
-
-        return jit
-    if name == "MultiTensor":
-        from tolk.multi import MultiTensor
-
-        return MultiTensor
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'tolk' has no attribute {name!r}")

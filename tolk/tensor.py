@@ -1095,21 +1095,6 @@ def _split(shape) -> tuple[tuple[Sym, ...], int]:
     return tuple(d for d in shape if isinstance(d, Sym)), prod(d for d in shape if not isinstance(d, Sym))
 
 
-def _syms_in(arg) -> list[Sym]:
-    out, todo = [], [arg]
-    while todo:
-        a = todo.pop()
-        if isinstance(a, Sym):
-            out.append(a)
-        elif isinstance(a, tuple):
-            todo.extend(a)
-    return out
-
-
-def _has_sym(arg) -> bool:
-    return bool(_syms_in(arg))
-
-
 def _is_bound(x) -> bool:
     from tolk.variable import BoundVariable
 

@@ -14,7 +14,8 @@ Bugs found (suspected cause in each open test's reason; fixed ones stay as plain
  4. open:  a pending assign reading buffer A runs after a later realize overwrote A (WAR)
  5. open:  realizing a pending assign while its lazy value and a lazy reader are alive: cycle
  6. open:  an expression reading a buffer before and after a pending assign: cycle unless
-    its old-value part is a live tensor listed first in the realize
+    its old-value part is a live tensor listed first in the realize; also two tensors
+    reading two buffers crosswise (old a with new b, new a with old b) realized together
  7. fixed: a store through a strided slice or a padded view was lost
  8. open:  ``x.flip(0).assign(x)`` does nothing
  9. fixed: tensors with equal graphs realized together shared one buffer
@@ -245,6 +246,31 @@ def test_old_and_new_value_in_one_expression_realized_before_the_old_part():
     z = b + y
     Tensor.realize(z, y)
     np.testing.assert_array_equal(z.numpy(), f32(-1, -2))
+
+
+@bug(OLD_AND_NEW + "; here two tensors read two buffers crosswise (old a with new b, new a "
+     "with old b) and are realized together")
+def test_old_and_new_values_of_two_buffers_crosswise():
+    a, b = Tensor(f32(1)), Tensor(f32(2))
+    ob = b * 1
+    b.assign(Tensor(f32(5)))
+    x = a + b
+    a.assign(Tensor(f32(7)))
+    y = a + ob
+    z = a * 1
+    Tensor.realize(ob, z)  # x and y come along: they read a state the realize supersedes
+    np.testing.assert_array_equal(x.numpy(), f32(6))
+    np.testing.assert_array_equal(y.numpy(), f32(9))
+    np.testing.assert_array_equal(z.numpy(), f32(7))
+
+
+@bug(OLD_AND_NEW + " (crosswise, found by a long run)")
+def test_fuzz_program_old_and_new_values_of_two_buffers_crosswise():
+    check_plain(Program(
+        inputs=(((1,), "float32"), ((), "float32")), variables=((0, 0), (0, 0)),
+        steps=(("move", "shrink", 1, (), 0), ("unary", "relu", 2), ("assign_scalar", 1, 0),
+               ("binary", "add", 0, 1), ("assign_scalar", 0, 0), ("binary", "add", 0, 3)),
+        final_order=(0, 1, 2, 5, 3, 4)), 25)
 
 
 @bug(OLD_AND_NEW)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from tolk.errors import ScheduleError
-from tolk.helpers import CAPTURING, DEBUG, NO_MEMORY_PLANNER, SCACHE
+from tolk.helpers import CAPTURING, DEBUG, SCACHE
 from tolk.schedule.memory import LinearStats, linear_stats, memory_plan_rewrite
 from tolk.uop.ops import GroupOp, KernelInfo, Ops, UOp, fresh_internal_buffer_slot
 

@@ -33,9 +33,8 @@ from __future__ import annotations
 
 from tolk.dtype import dtypes
 from tolk.errors import ScheduleError
-from tolk.helpers import prod
 from tolk.uop.ops import GroupOp, KernelInfo, Ops, UOp, fresh_internal_buffer_slot
-from tolk.uop.shape import Sym, device_of, max_numel, shape_of
+from tolk.uop.shape import Sym, device_of, max_numel, shape_of, syms_in
 
 _BASE_STATES = frozenset({Ops.BUFFER, Ops.PARAM, Ops.AFTER})
 _LEAVES = frozenset({Ops.CONST, Ops.DEFINE_VAR, Ops.BIND})
@@ -294,20 +293,9 @@ class _Kernelizer:
         if self.has_vars:
             nodes = store.toposort()
             var_nodes = tuple({n: None for n in nodes if n.op is Ops.DEFINE_VAR} |
-                              {_var_of(d): None for n in nodes for d in _syms(n.arg)})
+                              {_var_of(d): None for n in nodes for d in syms_in(n.arg)})
         ast = UOp(Ops.SINK, dtypes.void, (store, *var_nodes), KernelInfo(_kernel_name(store, shape_of(view))))
         return UOp(Ops.AFTER, prev.dtype, (prev, UOp(Ops.CALL, dtypes.void, (ast, *args))))
-
-
-def _syms(arg) -> list[Sym]:
-    out, todo = [], [arg]
-    while todo:
-        a = todo.pop()
-        if isinstance(a, Sym):
-            out.append(a)
-        elif isinstance(a, tuple) and not isinstance(a, KernelInfo):
-            todo.extend(a)
-    return out
 
 
 def _var_of(d: Sym) -> UOp:

@@ -85,6 +85,18 @@ def is_symbolic(shape: Shape) -> bool:
     return any(isinstance(d, Sym) for d in shape)
 
 
+def syms_in(arg) -> list[Sym]:
+    """Every symbolic dimension anywhere in a (nested tuple) arg."""
+    out, todo = [], [arg]
+    while todo:
+        a = todo.pop()
+        if isinstance(a, Sym):
+            out.append(a)
+        elif isinstance(a, tuple):
+            todo.extend(a)
+    return out
+
+
 def shape_syms(shape: Shape) -> list[Sym]:
     return [d for d in shape if isinstance(d, Sym)]
 _NO_SHAPE = frozenset({Ops.STORE, Ops.SINK, Ops.CALL, Ops.LINEAR, Ops.END, Ops.NOOP, Ops.DEVICE})
