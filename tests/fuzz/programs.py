@@ -21,9 +21,9 @@ realize of lazy operands that read an older state of a buffer than their co-oper
 entries reading a buffer and another's pending assign before the buffer is overwritten, and
 jit outputs realized inside the function while the whole pool is alive (bug 6); a constant
 added to an assign's value that needs a cast (bug 5); no assign of a buffer's bare state into
-a view of itself (bug 8). Writes through an EXPAND are never generated: tolk rejects them, as
-numpy does. Without the steering (``Gen(avoid_known_bugs=False)``) the fuzzer finds those
-bugs quickly.
+a view of itself (bug 8); no writes through a reshape that merges reordered axes (bug 15).
+Writes through an EXPAND are never generated: tolk rejects them, as numpy does. Without the
+steering (``Gen(avoid_known_bugs=False)``) the fuzzer finds those bugs quickly.
 """
 
 from __future__ import annotations
@@ -281,6 +281,8 @@ class Entry:
     epoch)`` that graph reads; None for a view of a buffer (it reads its base's state).
     `expanded`: tolk's view goes through an EXPAND, so tolk rejects a store through it (numpy
     rejects writes into broadcast views too; the index model alone cannot tell).
+    `strided`: every view on tolk's chain is a strided view of the storage (a reshape that
+    merges reordered axes is not: numpy would copy).
     Invariant: for kind "m" (a MultiTensor), idx is the identity of `base` and `axis` is set."""
 
     base: _Base
@@ -290,6 +292,7 @@ class Entry:
     axis: int = -1
     lazy: frozenset | None = None
     expanded: bool = False
+    strided: bool = True
 
     @property
     def shape(self) -> tuple:
@@ -328,6 +331,18 @@ def _fresh(value: np.ndarray, device: str, kind: str = "t", axis: int = -1,
                  None if realized else lazy)
 
 
+def _affine(idx: np.ndarray) -> bool:
+    """Whether an index array is offset + sum(i_k * stride_k): a strided view."""
+    if idx.size == 0:
+        return True
+    for ax in range(idx.ndim):
+        if idx.shape[ax] > 1:
+            d = np.diff(idx, axis=ax)
+            if not (d == d.reshape(-1)[0]).all():
+                return False
+    return True
+
+
 class NumpyMachine:
     """Runs program steps eagerly on numpy. `trace` collects (label, value) at checks and end."""
 
@@ -348,6 +363,7 @@ class NumpyMachine:
         idx = movement_np(kind, src.idx, arg, fill=-1)
         e = Entry(src.base, np.array(idx), src.device, lazy=src.lazy)
         e.expanded = src.expanded or (kind == "expand" and idx.shape != src.shape)
+        e.strided = src.strided and _affine(e.idx)
         self.add(e)
 
     def mark_realized(self, e: Entry) -> None:
@@ -995,10 +1011,10 @@ class _Drawer:
         return e.writable() and not self.unsafe_target(e)
 
     def unsafe_target(self, e: Entry) -> bool:
-        """Never through an EXPAND (tolk and numpy reject it); avoiding known bugs, only views
-        of the program's inputs (tolk loses writes through views of lazy tensors)."""
-        return e.expanded or (self.gen.avoid_known_bugs and all(
-            e.base is not x.base for x in self.m.pool[:self.n_inputs]))
+        """Never through an EXPAND (tolk and numpy reject it); avoiding known bugs, only
+        strided views (bug 15) of the program's inputs (bug 1)."""
+        return e.expanded or (self.gen.avoid_known_bugs and (not e.strided or all(
+            e.base is not x.base for x in self.m.pool[:self.n_inputs])))
 
     def value_for(self, target: Entry):
         """(value, is_entry): a pool entry broadcastable into `target`, or a scalar."""
@@ -1042,7 +1058,7 @@ class _Drawer:
         except (ValueError, IndexError):
             return None
         view = Entry(e.base, idx, e.device)
-        if not view.writable():
+        if not view.writable() or (self.gen.avoid_known_bugs and not _affine(idx)):
             return None
         v, is_entry = self.value_for(view)
         fused = is_entry and self.fused(self.m.pool[v], view)

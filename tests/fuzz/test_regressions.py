@@ -25,6 +25,8 @@ Bugs found (suspected cause in each open test's reason; fixed ones stay as plain
 12. fixed: an assign through an expanded view failed late, inside the kernel (now rejected)
 13. fixed: MultiTensor: max over the sharded axis with an empty shard; mean over an empty axis
 14. fixed: a sum of a product whose factors are all broadcast along a reduced axis lost it
+15. open:  an assign through a reshape that merges reordered (flipped or permuted) axes fails
+    at realize time with KernelCompileError
 """
 
 from __future__ import annotations
@@ -477,3 +479,34 @@ def test_fuzz_program_self_assign_after_a_pending_assign_seen_failing_once():
     check_plain(prog, 0, NO_MEMORY_PLANNER=1)
     check_plain(prog, 0, SCACHE=0)
     check_jit(prog, 0)
+
+
+# 15 ------------------------------------------------------------------------------------------
+
+REORDERED = ("a reshape that merges flipped or permuted axes is not a strided view, but assign "
+             "accepts it as a store target; the CPU backend then fails to compile the store "
+             "(KernelCompileError from view_reshape) when the schedule runs, after the earlier "
+             "kernels ran. assign should reject it up front (numpy's reshape would copy) or "
+             "the store should go through a temporary")
+
+
+@bug(REORDERED)
+@pytest.mark.parametrize("view", [lambda x: x.T.reshape(6), lambda x: x.flip(1).reshape(6),
+                                  lambda x: x[:, ::-1].reshape(6, 1)], ids=["T", "flip", "step"])
+def test_assign_through_a_reshape_of_reordered_axes_writes_or_is_rejected_up_front(view):
+    x = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    v = view(x)
+    try:
+        v.assign(Tensor.full(v.shape, -1.0))
+    except ValueError:
+        return  # rejected at assign time: fine
+    np.testing.assert_array_equal(x.numpy(), np.full((2, 3), -1.0, np.float32))
+
+
+@bug(REORDERED)
+def test_fuzz_program_setitem_through_a_reshape_of_a_flipped_view():
+    check_plain(Program(
+        inputs=(((4, 1, 3), "float32"), ((), "float32"), ((), "float32")), variables=((0, 0),),
+        steps=(("view_assign", 0, (Ellipsis, slice(None, None, -1)), 0, False, False),
+               ("move", "reshape", 3, (12,), 0), ("setitem", 4, (), 0, False, False)),
+        final_order=(0, 1, 2, 3, 4)), 0)
