@@ -5,6 +5,20 @@
 concrete BUFFER into a PARAM (the body is then the same for the same computation on other
 data, so it hits the schedule cache), schedules ``CALL(body, *buffers, *binds)`` with
 `create_linear_with_vars`, runs the planned LINEAR, and points the tensors at their buffers.
+
+Buffer states. A buffer's contents over time are a chain of states: its BUFFER, then one
+``AFTER(previous, STORE(view, value))`` per pending assign. A view of x reads x's newest
+state; a lazy tensor made before an assign reads an older one. A realize that runs assigns
+makes the newest state it runs of each buffer (its *final* state) the buffer's contents, and
+every older state of that buffer *superseded*. Invariants:
+- after a realize, no live graph reads a superseded state: the realize takes along every
+  live lazy tensor and every pending assign that reads one (`_closure`), and graphs that
+  read a final state read the buffer instead (`_after_run`);
+- in one schedule, the kernel graph orders each buffer's reads before the write that
+  supersedes them; where no order exists (one expression reads a buffer both before and
+  after an assign), the superseded states are copied first (`_copy_old_states`);
+- a view of a lazy tensor is realized through that tensor, so views made before a realize
+  stay views of its buffer (numpy's aliasing), and a write through them reaches it.
 """
 
 from __future__ import annotations
@@ -15,7 +29,7 @@ import numpy as np
 
 from tolk.dtype import bf16_to_f32, dtypes
 from tolk.engine.realize import run_linear
-from tolk.errors import DeviceError, ShapeError
+from tolk.errors import CycleError, DeviceError, ShapeError
 from tolk.helpers import prod
 from tolk.runtime.device import typed_view
 from tolk.schedule import create_linear_with_vars
@@ -31,83 +45,189 @@ def _is_view_of_state(u: UOp) -> bool:
     return _base_and_chain(u).op in (Ops.BUFFER, Ops.AFTER)
 
 
-def _reads(u: UOp, states: set[UOp]) -> bool:
-    return any(n in states for n in u.toposort())
+def _storage(state: UOp) -> UOp:
+    while state.op is Ops.AFTER:
+        state = state.src[0]
+    return state
 
 
 def _register_view(t: Tensor) -> None:
     base = _base_and_chain(t.uop)
     _views.setdefault(base, IdentityWeakSet()).add(t)
     _lazy.discard(t)
+    t._parent = None
 
 
-def _snapshot_readers(tensors: list[Tensor], afters: list[UOp]) -> list[Tensor]:
-    """Lazy tensors that read a state an assign here supersedes: realized before the write."""
-    superseded = {a.src[0] for a in afters}
+class _Substitution:
+    """``graph.substitute(mapping)`` for many graphs, sharing one memo. `mapping` may grow
+    between calls as long as no graph substituted before contains a key added later."""
+
+    def __init__(self, mapping: dict[UOp, UOp]):
+        self.mapping = mapping
+        self.out: dict[UOp, UOp] = {}
+
+    def __call__(self, u: UOp, keep_root: bool = False) -> UOp:
+        """`u` substituted; with `keep_root`, `u` itself is rebuilt even if it is a key."""
+        mapping, out = self.mapping, self.out
+        if u in mapping and not keep_root:
+            return mapping[u]
+        if u in out:
+            return out[u]
+
+        def enter(n: UOp) -> bool:
+            return n is u or (n not in mapping and n not in out)
+
+        for n in u.toposort(enter=enter):
+            if n is not u and (n in mapping or n in out):
+                continue
+            src = tuple(mapping[s] if s in mapping else out[s] for s in n.src)
+            out[n] = n if src == n.src else UOp(n.op, n.dtype, src, n.arg)
+        return out[u]
+
+
+def _parent_of(t: Tensor) -> Tensor | None:
+    """The live lazy tensor `t` is a view of, if any."""
+    ref = t._parent
+    p = ref() if ref is not None else None
+    if p is None or p not in _lazy:
+        return None
+    u = t.uop
+    while u.op in GroupOp.Movement and u is not p.uop:
+        u = u.src[0]
+    return p if u is p.uop else None
+
+
+def _root(t: Tensor) -> Tensor:
+    while (p := _parent_of(t)) is not None:
+        t = p
+    return t
+
+
+def _final_states(nodes: list[UOp]) -> dict[UOp, UOp]:
+    """{storage: newest AFTER state} for every buffer an AFTER in `nodes` writes."""
+    below = {n.src[0] for n in nodes if n.op is Ops.AFTER}
+    return {_storage(n): n for n in nodes if n.op is Ops.AFTER and n not in below}
+
+
+def _closure(tensors: list[Tensor]) -> tuple[list[Tensor], dict[UOp, UOp]]:
+    """`tensors` plus every live lazy tensor and pending assign that reads a state this
+    realize supersedes (until none is left), and the final states of the written buffers."""
     chosen = {id(t) for t in tensors}
-    extra = []
-    for t in list(_lazy):
-        if id(t) not in chosen and _reads(t.uop, superseded):
-            extra.append(t)
-            chosen.add(id(t))
-    return extra
+    while True:
+        nodes = UOp.sink(*(t.uop for t in tensors)).toposort()
+        finals = _final_states(nodes)
+        if not finals:
+            return tensors, finals
+        old: set[UOp] = set()
+        for f in finals.values():
+            s = f.src[0]
+            while True:
+                old.add(s)
+                if s.op is not Ops.AFTER:
+                    break
+                s = s.src[0]
+        memo: dict[UOp, bool] = {}
+        stop = set(finals.values())
+        in_sink = set(nodes)
+        candidates = [t for t in _lazy if id(t) not in chosen]
+        for state in list(_views.keys()):
+            if state.op is Ops.AFTER and state not in in_sink:
+                candidates.extend(t for t in list(_views.get(state, ()))[:1] if id(t) not in chosen)
+        extra = [t for t in candidates if _reads_old(t.uop, old, stop, memo)]
+        if not extra:
+            return tensors, finals
+        tensors = tensors + extra
+        chosen.update(id(t) for t in extra)
+
+
+def _reads_old(u: UOp, old: set[UOp], stop: set[UOp], memo: dict[UOp, bool]) -> bool:
+    """Whether `u` reads a state in `old` other than through a state in `stop` (memoized)."""
+    for n in u.toposort(enter=lambda n: n not in stop and n not in old and n not in memo):
+        if n not in memo:
+            memo[n] = n in old or (n not in stop and any(memo[s] for s in n.src))
+    return memo[u]
 
 
 def _build_sink(tensors: list[Tensor]):
-    """The realizations of `tensors`: (sink sources, [(tensor, AFTER, output view)]).
+    """The realizations of `tensors`: (sink sources, [(tensor, its graph, output view)]).
 
-    An output whose graph contains an earlier output reads that output's buffer instead of
-    computing it again."""
+    A graph that contains another output's graph reads that output's buffer instead of
+    computing it again (also inside pending assigns, so every reader sees one AFTER per
+    state); a second tensor with the same graph gets its own buffer, a copy of the first's."""
+    pending: dict[UOp, None] = {}
+    computed: list[Tensor] = []
+    for t in tensors:
+        base = _base_and_chain(t.uop)
+        if base.op is Ops.AFTER:
+            pending[base] = None
+        elif base.op is not Ops.BUFFER:
+            computed.append(t)
+    if len(computed) > 1:  # inner outputs first, so the substitution below sees them
+        pos = {n: i for i, n in enumerate(UOp.sink(*(t.uop for t in computed)).toposort())}
+        computed.sort(key=lambda t: pos[t.uop])
+    reads: dict[UOp, UOp] = {}  # an output's graph -> a view of its realization
+    sub = _Substitution(reads)
     srcs: dict[UOp, None] = {}
     outputs: list[tuple[Tensor, UOp, UOp]] = []
-    reads: dict[UOp, UOp] = {}  # an earlier output's graph -> a view of its realization
-    for t in tensors:
+    for t in computed:
         u = t.uop
-        base = _base_and_chain(u)
-        if base.op is Ops.BUFFER:
-            continue
-        if base.op is Ops.AFTER:
-            srcs[base] = None
-            continue
         shape = t.shape
         binds = t._binds(d.name for d in shape_syms(shape))
         buf = UOp.buffer(t.dtype, max_numel(shape), t.device)
-        # a second tensor with the same graph gets its own buffer: a copy of the first's
-        value = reads[u] if u in reads else (u.substitute(reads) if reads else u)
+        value = reads[u] if u in reads else sub(u, keep_root=True)
         out_view = _view(buf, shape, binds)
         after = UOp(Ops.AFTER, t.dtype, (buf, UOp(Ops.STORE, dtypes.void, (out_view, value))))
         reads.setdefault(u, _view(after, shape, binds))
-        outputs.append((t, after, out_view))
+        outputs.append((t, u, out_view))
         srcs[after] = None
-    return list(srcs), [(t, a, v) for t, a, v in outputs]
+    for a in pending:
+        srcs[sub(a)] = None
+    return list(srcs), outputs
 
 
 def _view(state: UOp, shape, binds: tuple[UOp, ...] = ()) -> UOp:
-    base = state
-    while base.op is Ops.AFTER:
-        base = base.src[0]
-    if shape == (base.size,):
+    if shape == (_storage(state).size,):
         return state
     return UOp(Ops.RESHAPE, state.dtype, (state, *binds), shape)
 
 
-def realize(tensors, run: bool = True):
-    """Compute `tensors` in one schedule; with ``run=False`` return ``(LINEAR, var_vals)`` only."""
-    tensors = list({id(t): t for t in tensors}.values())
-    for t in tensors:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"realize takes Tensors, got {type(t).__name__}")
-    srcs, outputs = _build_sink(tensors)
-    if not srcs:
-        return (UOp(Ops.LINEAR, src=()), {}) if not run else None
-    fresh = {a for _, a, _ in outputs}
-    sink = UOp.sink(*srcs)
+def _copy_old_states(sink: UOp) -> UOp:
+    """`sink` with every read of a superseded state going through a CONTIGUOUS copy of it.
+
+    The copies depend only on the state they copy, so each runs before the write that
+    supersedes its state, and no kernel reads a buffer both before and after a write: the
+    kernel graph has an order. Store targets and the state an AFTER builds on are not reads."""
     nodes = sink.toposort()
-    user_afters = [n for n in nodes if n.op is Ops.AFTER and n not in fresh]
-    if user_afters and run:
-        extra = _snapshot_readers(tensors, user_afters)
-        if extra:
-            return realize(extra + tensors, run)
+    old = {n.src[0] for n in nodes if n.op is Ops.AFTER}
+    new: dict[UOp, UOp] = {}
+
+    def read(s: UOp) -> UOp:
+        return UOp(Ops.CONTIGUOUS, s.dtype, (new[s],)) if s in old else new[s]
+
+    def target(v: UOp) -> UOp:
+        chain = []
+        while v.op in GroupOp.Movement:
+            chain.append(v)
+            v = v.src[0]
+        out = new[v]
+        for m in reversed(chain):
+            out = UOp(m.op, m.dtype, (out, *(read(b) for b in m.src[1:])), m.arg)
+        return out
+
+    for n in nodes:
+        if n.op is Ops.AFTER:
+            src = (new[n.src[0]], *(new[s] for s in n.src[1:]))
+        elif n.op is Ops.STORE:
+            src = (target(n.src[0]), read(n.src[1]))
+        else:
+            src = tuple(read(s) for s in n.src)
+        new[n] = n if src == n.src else UOp(n.op, n.dtype, src, n.arg)
+    return new[sink]
+
+
+def _schedule(sink: UOp):
+    """``(planned LINEAR, var_vals)`` for a tensor-level SINK over concrete buffers."""
+    nodes = sink.toposort()
     bufs = [n for n in nodes if n.op is Ops.BUFFER]
     params = {b: UOp(Ops.PARAM, b.dtype, (), (i, b.arg[1], b.arg[2])) for i, b in enumerate(bufs)}
     binds = [n for n in nodes if n.op is Ops.BIND]
@@ -118,35 +238,66 @@ def realize(tensors, run: bool = True):
     linear, var_vals = create_linear_with_vars(call)
     for hook in schedule_hooks:
         hook(linear, var_vals, time.perf_counter() - start)
+    return linear, var_vals
+
+
+def realize(tensors, run: bool = True):
+    """Compute `tensors` in one schedule; with ``run=False`` return ``(LINEAR, var_vals)`` only.
+
+    A view of a live lazy tensor is computed by realizing that tensor (the view then reads
+    its buffer); lazy tensors and pending assigns that read a state this realize overwrites
+    are realized along with it."""
+    tensors = list({id(t): t for t in tensors}.values())
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"realize takes Tensors, got {type(t).__name__}")
+    tensors = list({id(r): r for r in map(_root, tensors)}.values())
+    finals: dict[UOp, UOp] = {}
+    if run:
+        tensors, finals = _closure(tensors)
+    srcs, outputs = _build_sink(tensors)
+    if not srcs:
+        return (UOp(Ops.LINEAR, src=()), {}) if not run else None
+    sink = UOp.sink(*srcs)
+    try:
+        linear, var_vals = _schedule(sink)
+    except CycleError:
+        linear, var_vals = _schedule(_copy_old_states(sink))
     if not run:
         return linear, var_vals
     run_linear(linear, var_vals)
-    _after_run(outputs, user_afters)
+    _after_run(outputs, finals)
     return None
 
 
-def _after_run(outputs, user_afters: list[UOp]) -> None:
+def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
+    """Point the outputs at their buffers, and every live graph that read a realized final
+    state or a realized output's view at the buffer."""
+    out_ids = {id(t): view for t, _, view in outputs}
+    rebase = []  # lazy views of an output: (tensor, output)
+    if outputs:
+        for t in list(_lazy):
+            r = t
+            while id(r) not in out_ids and (p := _parent_of(r)) is not None:
+                r = p
+            if r is not t and id(r) in out_ids:
+                rebase.append((t, r.uop, out_ids[id(r)]))
     for t, _, view in outputs:
         t.uop = view
         _register_view(t)
-    if not user_afters:
+    for t, old, view in rebase:
+        t.uop = t.uop.substitute({old: view})
+        _register_view(t)
+    if not finals:
         return
-    becomes = {}
-    for a in user_afters:
-        b = a
-        while b.op is Ops.AFTER:
-            b = b.src[0]
-        becomes[a] = b
-    done = set(becomes)
-    # views of a realized state, or of a later pending state built on it, now start from the
-    # buffer: otherwise the next realize would run the realized stores again
-    for state in [k for k in list(_views.keys()) if k in done or (k.op is Ops.AFTER and _reads(k, done))]:
-        for t in list(_views.pop(state, ())):
-            t.uop = t.uop.substitute(becomes)
-            _register_view(t)
+    sub = _Substitution({f: b for b, f in finals.items()})
+    for state in list(_views.keys()):
+        if state.op is Ops.AFTER and sub(state) is not state:
+            for t in list(_views.pop(state, ())):
+                t.uop = sub(t.uop)
+                _register_view(t)
     for t in list(_lazy):
-        if _reads(t.uop, done):
-            t.uop = t.uop.substitute(becomes)
+        t.uop = sub(t.uop)
 
 
 def assign(target: Tensor, x) -> Tensor:
@@ -174,7 +325,7 @@ def assign(target: Tensor, x) -> Tensor:
                              "it is read-only, as in numpy")
         chain = chain.src[0]
     if not _is_view_of_state(target.uop):
-        target.realize()
+        realize([target])  # realizes the tensor `target` is a view of, if it is one
     state = _base_and_chain(target.uop)
     if state.op is Ops.AFTER and _conflicting_binds(state, UOp.sink(target.uop, x.uop)):
         # an earlier pending assign used another value of the same variable: run it first

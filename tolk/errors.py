@@ -7,6 +7,10 @@ class ScheduleError(ValueError):
     """A kernel graph or schedule that breaks the schedule module's contract."""
 
 
+class CycleError(ScheduleError):
+    """A kernel graph whose ordering constraints form a cycle: no schedule exists."""
+
+
 class ShapeError(ValueError):
     """Shapes that do not fit the operation."""
 

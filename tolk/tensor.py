@@ -13,8 +13,9 @@ tensor's dtype); Python floats and float results of integer ops use float32
 (``dtypes.default_float``), as tensor libraries do.
 
 Assignment: ``x.assign(v)`` updates x's buffer in place. Views of x (tensors made from x
-by movement ops and slicing only) see the new data; lazy computed tensors that read x before
-the assign keep the old value (they are realized before the write when the assign runs).
+by movement ops and slicing only) see the new data, also when x was a computed tensor that
+was not realized yet when the views were made; lazy computed tensors that read x before the
+assign keep the old value (they are realized before the write when the assign runs).
 """
 
 from __future__ import annotations
@@ -109,7 +110,9 @@ def _scalar_dtype(x: Scalar, other: DType) -> DType:
 class Tensor:
     """A lazy n-dimensional array on one device."""
 
-    __slots__ = ("uop", "__weakref__")
+    # `_parent`: for a view of a lazy (computed) tensor, a weak reference to the tensor it was
+    # made from; realizing that tensor makes this one a view of its buffer (see callify).
+    __slots__ = ("uop", "_parent", "__weakref__")
     _seed = [0]
     _rng_counter = [0]
 
@@ -129,6 +132,7 @@ class Tensor:
 
     def _set(self, u: UOp) -> None:
         self.uop = u
+        self._parent = None
         base = _base_and_chain(u)
         if _is_base_state(base):
             _views.setdefault(base, IdentityWeakSet()).add(self)
@@ -681,7 +685,10 @@ class Tensor:
     def _mov(self, op: Ops, arg, binds: tuple[UOp, ...] = ()) -> Tensor:
         """A movement op; `binds` (the BIND nodes giving symbolic bounds their values) ride
         along as extra sources so a symbolic shape can always be evaluated."""
-        return Tensor(UOp(op, self.dtype, (self.uop, *binds), arg))
+        out = Tensor(UOp(op, self.dtype, (self.uop, *binds), arg))
+        if self in _lazy:
+            out._parent = weakref.ref(self)
+        return out
 
     def reshape(self, *shape) -> Tensor:
         shape = _shape_arg(shape, allow_neg=True)

@@ -39,18 +39,21 @@ def run_linear(linear: UOp, var_vals: dict[str, int] | None = None) -> None:
 
 
 def _run_calls(linear: UOp, var_vals: dict[str, int], verbose: bool) -> None:
+    # every buffer is bound (allocated) before the first kernel runs: an allocation failure
+    # then leaves every buffer as it was, so the tensors keep their pending work
+    bound = []
     for call in linear.src:
-        ast = call.src[0]
         args = [a for a in call.src[1:] if a.op is not Ops.BIND]
         for a in args:
             if a.op in (Ops.MSTACK, Ops.MSELECT, Ops.PARAM):
                 raise ScheduleError(f"run_linear cannot bind {a.short()}: resolve it first")
+        bound.append((call.src[0], args, [typed_view(a) for a in args]))
+    for ast, args, bufs in bound:
         start = time.perf_counter() if verbose else 0.0
         if ast.op is Ops.COPY:
-            dst, src = (typed_view(a) for a in args)
+            dst, src = bufs
             np.copyto(dst, src.view(dst.dtype))
         else:
-            bufs = [typed_view(a) for a in args]
             get_kernel(ast, _device_of(args[0])).run(bufs, var_vals)
         kernel_runs[0] += 1  # a statistic: an occasional lost count under threads is harmless
         if verbose:

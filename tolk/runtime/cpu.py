@@ -24,7 +24,7 @@ from tolk.dtype import DType, bf16_to_f32, dtypes, f32_to_bf16
 from tolk.errors import KernelCompileError
 from tolk.helpers import DEBUG
 from tolk.uop.ops import GroupOp, Ops, UOp
-from tolk.uop.shape import Sym, shape_of
+from tolk.uop.shape import Sym, shape_of, syms_in
 
 KernelFn = Callable[[list, dict], None]
 
@@ -107,7 +107,7 @@ class _Codegen:
                     chain.append(t)
                     t = t.src[0]
                 self.store_targets.update(chain)
-                if any(x.op in (Ops.PAD, Ops.EXPAND) for x in chain):
+                if any(x.op in (Ops.PAD, Ops.EXPAND) for x in chain) or not _numpy_view(chain, t):
                     # such a target is built over element indices (-1 in the padding) and
                     # stored through them, so no write lands in a temporary copy
                     self.index_targets.update(chain)
@@ -288,6 +288,33 @@ class _Codegen:
         if op is Ops.FLIP:
             return f"np.flip({x}, {tuple(arg)})" if arg else x
         raise KernelCompileError(f"unknown movement op {n.short()}")
+
+
+def _numpy_view(chain: list[UOp], base: UOp) -> bool:
+    """Whether numpy can express a store target (movement `chain` over flat PARAM `base`,
+    outermost first) as a view, without a copy: a reshape that merges reordered axes cannot.
+
+    Found by applying the chain to a strided array that claims the buffer's size over one
+    byte: view operations never read memory, and a reshape that would copy is refused."""
+    if base.op is not Ops.PARAM or any(syms_in(m.arg) for m in chain):
+        return True
+    x = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (base.arg[2],), (1,))
+    for m in reversed(chain):
+        if m.op is Ops.RESHAPE:
+            x = _prefix(x, m.arg).view()
+            try:
+                x.shape = m.arg
+            except AttributeError:
+                return False
+        elif m.op is Ops.PERMUTE:
+            x = x.transpose(m.arg)
+        elif m.op is Ops.SHRINK:
+            x = x[tuple(slice(b, e) for b, e in m.arg)]
+        elif m.op is Ops.FLIP:
+            x = np.flip(x, m.arg) if m.arg else x
+        else:
+            return True  # PAD and EXPAND targets are stored through element indices anyway
+    return True
 
 
 def _drop(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:

@@ -20,7 +20,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from tolk.errors import ScheduleError
+from tolk.errors import CycleError, ScheduleError
 from tolk.helpers import CAPTURING, DEBUG, SCACHE
 from tolk.schedule.memory import LinearStats, linear_stats, memory_plan_rewrite
 from tolk.uop.ops import GroupOp, KernelInfo, Ops, UOp, fresh_internal_buffer_slot
@@ -215,7 +215,7 @@ def _linearize(children: dict[UOp, list[UOp]], in_degree: dict[UOp, int]) -> lis
                 queue.append(c)
     if len(out) < len(in_degree):
         k = _on_cycle(children, remaining)
-        raise ScheduleError(f"dependency cycle in the kernel graph through {describe_kernel(k)}")
+        raise CycleError(f"dependency cycle in the kernel graph through {describe_kernel(k)}")
     return out
 
 

@@ -70,6 +70,9 @@ class _Kernelizer:
         self.realized: dict[UOp, None] = {}
         self.state: dict[UOp, UOp] = {}  # realized node or base state -> kernel-graph state
         self.bases: dict[UOp, UOp] = {}  # AFTER state -> its BUFFER or PARAM
+        # assigns whose whole value is an older state of their own target: rule 8 copies that
+        # state into a temporary (the state itself is not realized: it is also the target)
+        self.copied_values: dict[UOp, None] = {}
         self.has_vars = any(n.op in (Ops.DEFINE_VAR, Ops.BIND) for n in self.nodes)
 
     # -- deciding what is realized --------------------------------------------------------------
@@ -180,7 +183,7 @@ class _Kernelizer:
         target = self.base_of(state)
         chain = set(_view_chain(view)) | {view}
         if value.op in _BASE_STATES and self.base_of(value) is target and value is not view:
-            self.realized[value] = None
+            self.copied_values[after] = None
             return
         for n in self.kernel_nodes(value):
             if n is not value and (n in self.realized or self.is_leaf(n)):
@@ -240,6 +243,9 @@ class _Kernelizer:
     def emit(self, n: UOp) -> UOp:
         if n.op is Ops.AFTER:
             view, value = _store_of(n).src
+            if n in self.copied_values:
+                copy = self.copy_kernel(value)
+                return self.kernel(self.state_of(n.src[0]), view, n.src[0], value, value_state=copy)
             return self.kernel(self.state_of(n.src[0]), view, n.src[0], value)
         shape = shape_of(n)
         buf = UOp(Ops.BUFFER, n.dtype, (), (fresh_internal_buffer_slot(), device_of(n), max_numel(shape)))
@@ -254,12 +260,19 @@ class _Kernelizer:
             return self.kernel(buf, view, buf, n.src[0])
         return self.kernel(buf, view, buf, n, compute_root=True)
 
+    def copy_kernel(self, state: UOp) -> UOp:
+        """A kernel copying the whole buffer of base state `state` into a new buffer."""
+        size = self.base_of(state).arg[2]
+        buf = UOp(Ops.BUFFER, state.dtype, (), (fresh_internal_buffer_slot(), device_of(state), size))
+        return self.kernel(buf, buf, buf, state)
+
     def kernel(self, prev: UOp, view: UOp, view_base: UOp, value: UOp,
-               compute_root: bool = False) -> UOp:
+               compute_root: bool = False, value_state: UOp | None = None) -> UOp:
         """AFTER(prev, CALL(ast, prev, *inputs)): a kernel storing `value` through `view`.
 
         `compute_root`: `value` is itself realized (by this kernel), so it is computed here
-        rather than loaded."""
+        rather than loaded. `value_state`: a base-state `value` is loaded from this
+        kernel-graph state instead of its own."""
         params: dict[UOp, UOp] = {prev: self.param(0, prev)}
         args: list[UOp] = [prev]
 
@@ -274,7 +287,9 @@ class _Kernelizer:
 
         mapping: dict[UOp, UOp] = {}
         for n in value.toposort(enter=enter):
-            if n.op in _BASE_STATES and (n is value or n not in self.realized):
+            if n is value and value_state is not None:
+                mapping[n] = load(value_state)
+            elif n.op in _BASE_STATES and (n is value or n not in self.realized):
                 mapping[n] = load(self.state_of(n))
             elif n in self.realized and not (n is value and compute_root):
                 mapping[n] = UOp(Ops.RESHAPE, n.dtype, (load(self.state[n]),), shape_of(n))
