@@ -110,8 +110,9 @@ def _scalar_dtype(x: Scalar, other: DType) -> DType:
 class Tensor:
     """A lazy n-dimensional array on one device."""
 
-    # `_parent`: for a view of a lazy (computed) tensor, a weak reference to the tensor it was
-    # made from; realizing that tensor makes this one a view of its buffer (see callify).
+    # `_parent`: for a view of a lazy (computed) tensor, a weak reference to the tensor it views
+    # (the computed one, not an intermediate view); realizing that tensor makes this one a
+    # view of its buffer (see callify).
     __slots__ = ("uop", "_parent", "__weakref__")
     _seed = [0]
     _rng_counter = [0]
@@ -686,8 +687,9 @@ class Tensor:
         """A movement op; `binds` (the BIND nodes giving symbolic bounds their values) ride
         along as extra sources so a symbolic shape can always be evaluated."""
         out = Tensor(UOp(op, self.dtype, (self.uop, *binds), arg))
-        if self in _lazy:
-            out._parent = weakref.ref(self)
+        if self in _lazy:  # a view of a lazy tensor: remember the tensor it views (the first one)
+            ref = self._parent
+            out._parent = ref if ref is not None and ref() is not None else weakref.ref(self)
         return out
 
     def reshape(self, *shape) -> Tensor:
