@@ -118,6 +118,52 @@ def test_lazy_reads_before_an_assign_keep_the_old_value():
     np.testing.assert_array_equal(before.numpy(), [10] * 4)
 
 
+def test_views_of_a_computed_tensor_alias_its_buffer_once_it_is_realized():
+    x = Tensor(np.zeros(4, np.float32)) + 1
+    v = x[1:].reshape(3, 1)  # made while x is lazy
+    x.realize()
+    x[2:] = 7.0
+    np.testing.assert_array_equal(v.numpy().ravel(), [1, 7, 7])
+
+
+def test_realizing_a_view_of_a_live_computed_tensor_realizes_that_tensor():
+    x = Tensor(np.arange(4, dtype=np.float32)) * 2
+    v = x[::2]
+    np.testing.assert_array_equal(v.numpy(), [0, 4])
+    x.assign(Tensor(np.full(4, 9.0, np.float32)))
+    np.testing.assert_array_equal(v.numpy(), [9, 9])  # still a view of x, as in numpy
+
+
+def test_tensors_with_equal_graphs_do_not_alias_through_their_views():
+    x = Tensor(np.ones(3, np.float32))
+    a, b = x + 1, x + 1  # one hash-consed graph, two tensors
+    vb = b[1:]
+    a[:] = 0.0
+    np.testing.assert_array_equal(vb.numpy(), [2, 2])
+    np.testing.assert_array_equal(b.numpy(), [2, 2, 2])
+    np.testing.assert_array_equal(a.numpy(), [0, 0, 0])
+
+
+def test_assign_through_a_reshape_of_transposed_axes_writes_element_for_element():
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = Tensor(data.copy())
+    x.T.reshape(6).assign(Tensor(np.arange(10, 16, dtype=np.float32)))
+    want = data.copy()
+    want.T.reshape(6)  # numpy would copy here; tolk writes through the view, element for element
+    want.T[...] = np.arange(10, 16, dtype=np.float32).reshape(3, 2)
+    np.testing.assert_array_equal(x.numpy(), want)
+
+
+def test_an_expression_of_a_buffer_before_and_after_an_assign_sees_both_values():
+    b = Tensor(np.array([1.0, 2.0], np.float32))
+    old = b * 1
+    b.assign(b * 0 + 5)
+    z = b + old  # new and old state of b in one kernel: the old one is copied first
+    del old
+    np.testing.assert_array_equal(z.numpy(), [6, 7])
+    np.testing.assert_array_equal(b.numpy(), [5, 5])
+
+
 def test_scheduling_allocates_and_runs_nothing():
     from tolk.engine.realize import kernel_runs
     from tolk.runtime.device import has_storage
