@@ -118,9 +118,13 @@ class _Codegen:
         # sums of padded values (how concatenation is written) add each value into its
         # region of one zeroed array, instead of padding every value to the full shape
         self.padsums: dict[UOp, list[UOp]] = {}
+        # an ADD inside a sum already walked has no more PAD leaves than that sum: walking
+        # each sum from its root only keeps a long chain of adds linear, not quadratic
+        walked: set[UOp] = set()
         for n in reversed(self.nodes):
-            if n.op is Ops.ADD and n not in self.skip:
+            if n.op is Ops.ADD and n not in self.skip and n not in walked:
                 inner, leaves = self._add_tree(n)
+                walked.update(inner)
                 if sum(1 for x in leaves if x.op is Ops.PAD and self.users.get(x, 0) == 1) >= 2:
                     self.padsums[n] = leaves
                     self.skip.update(inner)
