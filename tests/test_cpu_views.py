@@ -177,3 +177,15 @@ def test_a_long_window_chain_composes_without_recursion():
         np.testing.assert_array_equal(got, np.stack([x[:, :3], x[:, 1:]], axis=1))
     finally:
         sys.setrecursionlimit(limit)
+
+
+def test_a_window_chain_too_large_to_check_runs_op_by_op(monkeypatch):
+    monkeypatch.setattr(cpu, "MAX_INDEX_ARRAY", 8)
+    monkeypatch.setattr(cpu, "_compiled", {})
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 3, 11, 10)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    assert composed(x, Tensor(x)._unfold(2, 3, 2, 1)) is None
+    got = Tensor(x).conv2d(Tensor(w), stride=2).numpy()
+    win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))[:, :, ::2, ::2]
+    np.testing.assert_allclose(got, np.einsum("nchwij,ocij->nohw", win, w), rtol=1e-4, atol=1e-4)

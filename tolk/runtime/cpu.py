@@ -400,6 +400,10 @@ def _reshape_groups(src: tuple[int, ...], dst: tuple[int, ...]):
         yield range(i0, i), range(j0, j)
 
 
+# elements of the largest index array `strided_view_of` builds at compile time
+MAX_INDEX_ARRAY = 1 << 22
+
+
 def strided_view_of(base_shape, chain: list[UOp]):
     """How the view that a movement chain makes of its base is one strided view, or None.
 
@@ -425,6 +429,8 @@ def strided_view_of(base_shape, chain: list[UOp]):
                 return None
             new = [zero] * len(src)
             for sa, da in _reshape_groups(src, m.arg):
+                if math.prod(np.broadcast_shapes(*(idx[j].shape for j in da))) > MAX_INDEX_ARRAY:
+                    return None  # a reshape mixing many large axes: left to numpy
                 flat = zero
                 for j in da:
                     flat = flat * m.arg[j] + idx[j]
