@@ -223,8 +223,9 @@ def main() -> None:
 
     threads = {k: os.environ[k] for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
                if k in os.environ}
-    print(f"clock {args.clock}, medians of {repeats}, numpy {np.__version__}, BLAS threads "
-          f"{threads or 'default'}, {os.cpu_count()} CPUs\n")
+    # an installed tolk wins over the checkout: say which one is measured
+    print(f"tolk {Path(tolk.__file__).parent}, clock {args.clock}, medians of {repeats}, numpy "
+          f"{np.__version__}, BLAS threads {threads or 'default'}, {os.cpu_count()} CPUs\n")
     makers = {"gpt": gpt_model, "resnet": resnet_model}
     results = []
     for key, make in makers.items():

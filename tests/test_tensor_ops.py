@@ -1242,6 +1242,43 @@ def test_conv2d_matches_a_plain_numpy_convolution(case):
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-4)
 
 
+@st.composite
+def wide_conv_cases(draw):
+    """Strides past the kernel (windows with gaps between them), kernels up to 7x7, dilations
+    up to 3 and three groups: the corners of the sliding-window view."""
+    groups = draw(st.integers(1, 3))
+    kh, kw = draw(st.integers(1, 7)), draw(st.integers(1, 7))
+    stride = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    dilation = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    pads = tuple((draw(st.integers(0, 3)), draw(st.integers(0, 3))) for _ in range(2))
+    span = (dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1)
+    h = draw(st.integers(max(1, span[0] - sum(pads[0])), span[0] + 5))
+    w = draw(st.integers(max(1, span[1] - sum(pads[1])), span[1] + 5))
+    x = draw(arrays(np.float32, (draw(st.integers(1, 3)), groups, h, w), small=True))
+    wt = draw(arrays(np.float32, (2 * groups, 1, kh, kw), small=True))
+    return x, wt, groups, stride, dilation, pads
+
+
+@cases(FEW * 3)
+@given(wide_conv_cases())
+def test_conv2d_matches_numpy_with_wide_strides_kernels_and_dilations(case):
+    x, w, groups, stride, dilation, pads = case
+    want = numpy_conv2d(x, w, None, stride, pads, dilation, groups)
+    padding = (pads[1][0], pads[1][1], pads[0][0], pads[0][1])  # PyTorch order
+    got = Tensor(x).conv2d(Tensor(w), groups=groups, stride=stride, dilation=dilation,
+                           padding=padding)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-4)
+
+
+def test_conv2d_of_integers_sums_in_int64():
+    x = np.arange(2 * 5 * 5, dtype=np.int32).reshape(1, 2, 5, 5)
+    w = np.ones((3, 2, 3, 3), dtype=np.int32)
+    got = Tensor(x).conv2d(Tensor(w), stride=2, padding=1)
+    want = numpy_conv2d(x, w, None, (2, 2), ((1, 1), (1, 1)), (1, 1), 1)
+    assert got.dtype.np == np.int64
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
 def test_conv2d_with_int_stride_and_dilation():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 2, 6, 6)).astype(np.float32)

@@ -962,25 +962,59 @@ class Tensor:
             raise DeviceError(f"gather indices on {idx.device}, values on {self.device}")
         return Tensor(UOp(Ops.GATHER, self.dtype, (self.uop, idx.uop)))
 
+    def _window_outs(self, k, stride, dilation) -> tuple[int, ...]:
+        """Output sizes of windows `k` sliding over the last len(k) axes; ShapeError if none fit."""
+        spatial = self.shape[-len(k):]
+        outs = tuple((s - d * (kk - 1) - 1) // st + 1
+                     for s, kk, st, d in zip(spatial, k, stride, dilation))
+        if any(o <= 0 for o in outs):
+            raise ShapeError(f"window {k} with dilation {dilation} does not fit input {spatial}")
+        return outs
+
     def _windows(self, k, stride, dilation):
         """(offsets, window view) pairs: for each kernel offset, the strided view of the last
         len(k) axes that it sees (sliding windows without stacking them)."""
-        nk = len(k)
-        spatial = self.shape[-nk:]
-        outs = tuple((s - d * (kk - 1) - 1) // st + 1 for s, kk, st, d in zip(spatial, k, stride, dilation))
-        if any(o <= 0 for o in outs):
-            raise ShapeError(f"window {k} with dilation {dilation} does not fit input {spatial}")
+        outs = self._window_outs(k, stride, dilation)
         for offs in np.ndindex(*k):
             sl = tuple(slice(o * d, o * d + (n - 1) * st + 1, st)
                        for o, d, n, st in zip(offs, dilation, outs, stride))
             yield offs, self[(Ellipsis, *sl)]
 
+    def _unfold(self, axis: int, k: int, stride: int, dilation: int) -> Tensor:
+        """Axis `axis` (length L) becomes two axes (k, out) holding every window along it:
+        element ``[j, t]`` is element ``t * stride + j * dilation`` of the axis.
+
+        Windows overlap, and views alone never make two places read one element, so the axis
+        is repeated (EXPAND), flattened and cut into rows of ``m * L + dilation`` elements:
+        row j then starts ``j * dilation`` into the axis. The CPU backend composes the chain
+        into one strided view of the input (nothing is copied)."""
+        size = self.shape[axis]
+        out = (size - dilation * (k - 1) - 1) // stride + 1
+        pre, post = self.shape[:axis], self.shape[axis + 1:]
+
+        def cut(x: Tensor, i: int, n: int) -> Tensor:
+            return x.shrink(tuple((0, n) if a == i else None for a in range(x.ndim)))
+
+        if k == 1 and out * stride <= size:  # one window position: a strided slice
+            x = cut(self, axis, out * stride).reshape(pre + (1, out, stride) + post)
+            return cut(x, axis + 2, 1).reshape(pre + (1, out) + post)
+        row = size * max(1, -(-(out * stride - dilation) // size)) + dilation
+        reps = -(-k * row // size)
+        x = self.reshape(pre + (1, size) + post).expand(pre + (reps, size) + post)
+        x = cut(x.reshape(pre + (reps * size,) + post), axis, k * row)
+        x = cut(x.reshape(pre + (k, row) + post), axis + 1, out * stride)
+        if stride == 1:
+            return x
+        x = cut(x.reshape(pre + (k, out, stride) + post), axis + 2, 1)
+        return x.reshape(pre + (k, out) + post)
+
     def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1,
                dilation=1, padding=0) -> Tensor:
         """2-D convolution (cross-correlation), NCHW input and (Cout, Cin/groups, KH, KW) weight.
 
-        Computed as a sum over kernel offsets of (window view x weight slice) contractions,
-        which fuse into one kernel of per-offset matrix products."""
+        The windows of the padded input are one view (N, Cin, KH, OH, KW, OW); the convolution
+        is one contraction of it with the weight over (Cin/groups, KH, KW), which the CPU
+        backend runs as one matrix product per group."""
         if self.ndim != 4 or weight.ndim != 4:
             raise ShapeError(f"conv2d needs 4-D input and weight, got {self.shape} and {weight.shape}")
         n, cin = self.shape[:2]
@@ -990,14 +1024,13 @@ class Tensor:
                              f"output channels {cout} not divisible by groups")
         pads = _conv_padding(padding)
         x = self.pad(((0, 0), (0, 0), pads[0], pads[1]))
-        out = None
-        for (i, j), win in x._windows((kh, kw), _pair(stride), _pair(dilation)):
-            oh, ow = win.shape[2:]
-            xs = win.reshape(n, groups, 1, cin_g, oh, ow)
-            wij = weight[:, :, i, j].reshape(1, groups, cout // groups, cin_g, 1, 1)
-            term = (xs * wij).sum(3)
-            out = term if out is None else out + term
-        out = out.reshape(n, cout, oh, ow)
+        (sh, sw), (dh, dw) = _pair(stride), _pair(dilation)
+        oh, ow = x._window_outs((kh, kw), (sh, sw), (dh, dw))
+        win = x._unfold(2, kh, sh, dh)._unfold(4, kw, sw, dw)
+        xs = win.reshape(n, groups, 1, cin_g, kh, oh, kw, ow)
+        ws = weight.reshape(1, groups, cout // groups, cin_g, kh, 1, kw, 1)
+        # weight first: its free axis leads the matrix product, so the result comes out NCHW
+        out = (ws * xs).sum((3, 4, 6)).reshape(n, cout, oh, ow)
         return out + bias.reshape(1, cout, 1, 1) if bias is not None else out
 
     def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0) -> Tensor:

@@ -2,7 +2,9 @@
 
 A kernel AST is ``SINK(STORE(target, value), ...)`` where:
 - ``LOAD(PARAM i)`` is the flat contents of the i-th buffer argument;
-- movement ops (RESHAPE, PERMUTE, EXPAND, PAD, SHRINK, FLIP) are numpy views of values;
+- movement ops (RESHAPE, PERMUTE, EXPAND, PAD, SHRINK, FLIP) are numpy views of values; a
+  chain that repeats an axis and reshapes it (sliding windows) is composed into one strided
+  view, where op by op numpy would copy at the reshape;
 - a STORE target is a chain of view ops over ``PARAM i`` that must stay a view of the buffer;
 - ALU ops, CAST, BITCAST and REDUCE_AXIS ``(op, axes)`` (keeping reduced axes as size 1).
 A sum of a product, ``REDUCE_AXIS(ADD, MUL(a, b))``, runs as one ``np.einsum`` on the
@@ -118,13 +120,46 @@ class _Codegen:
         # sums of padded values (how concatenation is written) add each value into its
         # region of one zeroed array, instead of padding every value to the full shape
         self.padsums: dict[UOp, list[UOp]] = {}
+        # an ADD inside a sum already walked has no more PAD leaves than that sum: walking
+        # each sum from its root only keeps a long chain of adds linear, not quadratic
+        walked: set[UOp] = set()
         for n in reversed(self.nodes):
-            if n.op is Ops.ADD and n not in self.skip:
+            if n.op is Ops.ADD and n not in self.skip and n not in walked:
                 inner, leaves = self._add_tree(n)
+                walked.update(inner)
                 if sum(1 for x in leaves if x.op is Ops.PAD and self.users.get(x, 0) == 1) >= 2:
                     self.padsums[n] = leaves
                     self.skip.update(inner)
                     self.skip.update(x for x in leaves if x.op is Ops.PAD and self.users.get(x, 0) == 1)
+        # movement chains that repeat an axis and cut it again (how overlapping windows are
+        # written) would copy at a reshape; each one that is a single strided view of the
+        # value under it is emitted as that view
+        self.strided: dict[UOp, tuple] = {}  # view -> (base, start, coeffs)
+        tried: set[UOp] = set()  # nodes of chains already looked at (each chain once)
+        for n in reversed(self.nodes):
+            if n.op in GroupOp.Movement and n not in tried and n not in self.skip \
+                    and n not in self.store_targets:
+                tried.update(self._try_strided(n))
+
+    def _try_strided(self, end: UOp) -> list[UOp]:
+        """Record `end` as one strided view if its chain of single-use movement ops (down to a
+        PAD or a non-movement value) expands an axis and reshapes afterwards; returns the chain."""
+        chain, base = [end], end.src[0]
+        while (base.op in GroupOp.Movement and base.op is not Ops.PAD and self.users.get(base) == 1
+               and base not in self.store_targets and base not in self.skip):
+            chain.append(base)
+            base = base.src[0]
+        chain.reverse()
+        first_expand = next((i for i, m in enumerate(chain) if m.op is Ops.EXPAND), None)
+        if first_expand is None or all(m.op is not Ops.RESHAPE for m in chain[first_expand:]):
+            return chain
+        if any(len(m.src) > 1 for m in chain):
+            return chain  # views with variable bounds keep the plain chain
+        view = strided_view_of(shape_of(base), chain)
+        if view is not None:
+            self.strided[end] = (base, *view)
+            self.skip.update(chain[:-1])
+        return chain
 
     def _add_tree(self, root: UOp) -> tuple[list[UOp], list[UOp]]:
         """Single-use ADD nodes under `root` and the leaves of that sum."""
@@ -253,6 +288,10 @@ class _Codegen:
 
     def movement(self, n: UOp, x: str) -> str:
         op, arg = n.op, n.arg
+        if n in self.strided:
+            base, start, coeffs = self.strided[n]
+            shape, base_shape = shape_of(n), shape_of(base)
+            return f"strided_view({self.names[base]}, {base_shape}, {start}, {shape}, {coeffs})"
         if n in self.index_targets:
             if n.src[0].op is Ops.PARAM:
                 x = f"np.arange({x}.size)"
@@ -369,6 +408,102 @@ def view_reshape(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
+def _reshape_groups(src: tuple[int, ...], dst: tuple[int, ...]):
+    """Pair up runs of axes of `src` and `dst` with equal products (the smallest such runs):
+    a reshape only moves elements within each pair. Yields ``(src axes, dst axes)`` ranges."""
+    i = j = 0
+    while i < len(src) or j < len(dst):
+        i0, j0 = i, j
+        ps = pd = 1
+        while True:
+            if ps <= pd and i < len(src) and (ps < pd or i == i0 or src[i] == 1):
+                ps *= src[i]
+                i += 1
+            elif j < len(dst) and (pd < ps or j == j0 or dst[j] == 1):
+                pd *= dst[j]
+                j += 1
+            else:
+                break
+        yield range(i0, i), range(j0, j)
+
+
+# elements of the largest index array `strided_view_of` builds at compile time
+MAX_INDEX_ARRAY = 1 << 22
+
+
+def strided_view_of(base_shape, chain: list[UOp]):
+    """How the view that a movement chain makes of its base is one strided view, or None.
+
+    Gives ``(start, coeffs)``: the view's element ``i`` is the base's element with index
+    ``start[a] + sum(i[k] * coeffs[k][a])`` along each base axis ``a``. Found by running the
+    chain backwards on index arrays of the view's axes; a reshape only mixes the axes of one of
+    its groups, so the arrays stay as small as the axes they depend on. Exact: every index
+    array is checked against the affine guess made from its first and unit-step elements."""
+    shapes = [tuple(base_shape)] + [shape_of(m) for m in chain]
+    if any(isinstance(d, Sym) for shp in shapes for d in shp) or 0 in shapes[-1]:
+        return None
+    out = shapes[-1]
+    nd = len(out)
+
+    def axis_index(k: int, size: int) -> np.ndarray:
+        return np.arange(size, dtype=np.int64).reshape((1,) * k + (size,) + (1,) * (nd - k - 1))
+
+    idx = [axis_index(k, s) for k, s in enumerate(out)]  # index along each axis of a view
+    zero = np.zeros((1,) * nd, dtype=np.int64)
+    for m, src in zip(reversed(chain), reversed(shapes[:-1])):
+        if m.op is Ops.RESHAPE:
+            if math.prod(src) != math.prod(m.arg):
+                return None
+            new = [zero] * len(src)
+            for sa, da in _reshape_groups(src, m.arg):
+                if math.prod(np.broadcast_shapes(*(idx[j].shape for j in da))) > MAX_INDEX_ARRAY:
+                    return None  # a reshape mixing many large axes: left to numpy
+                flat = zero
+                for j in da:
+                    flat = flat * m.arg[j] + idx[j]
+                for i in reversed(sa):
+                    new[i] = flat % src[i]
+                    flat = flat // src[i]
+            idx = new
+        elif m.op is Ops.PERMUTE:
+            new = [zero] * len(src)
+            for k, p in enumerate(m.arg):
+                new[p] = idx[k]
+            idx = new
+        elif m.op is Ops.EXPAND:
+            idx = [zero if s == 1 else i for i, s in zip(idx, src)]
+        elif m.op is Ops.SHRINK:
+            idx = [i + b for i, (b, _) in zip(idx, m.arg)]
+        elif m.op is Ops.FLIP:
+            idx = [s - 1 - i if a in m.arg else i for a, (i, s) in enumerate(zip(idx, src))]
+        else:
+            return None
+    start, coeffs = [], [[0] * len(idx) for _ in range(nd)]
+    for a, arr in enumerate(idx):
+        first = int(arr.reshape(-1)[0])
+        guess = np.full((1,) * nd, first, dtype=np.int64)
+        for k in range(nd):
+            if arr.shape[k] > 1:
+                coeffs[k][a] = int(arr[(0,) * k + (1,) + (0,) * (nd - k - 1)]) - first
+                guess = guess + axis_index(k, arr.shape[k]) * coeffs[k][a]
+        if not np.array_equal(arr, guess):
+            return None
+        start.append(first)
+    return tuple(start), tuple(tuple(c) for c in coeffs)
+
+
+def strided_view(x, base_shape: tuple[int, ...], start: tuple[int, ...], shape: tuple[int, ...],
+                 coeffs: tuple[tuple[int, ...], ...]) -> np.ndarray:
+    """The read-only view of `x` (of shape `base_shape`) whose element ``i`` is ``x[start +
+    sum(i[k] * coeffs[k])]`` (see `strided_view_of`); nothing is copied."""
+    x = np.asarray(x)
+    if x.shape != base_shape:
+        x = np.reshape(x, base_shape)
+    first = x[(*(slice(s, s + 1) for s in start), Ellipsis)]  # a view, also of a 0-d x
+    strides = tuple(sum(c * st for c, st in zip(ck, x.strides)) for ck in coeffs)
+    return np.lib.stride_tricks.as_strided(first, shape, strides, writeable=False)
+
+
 @functools.lru_cache(maxsize=None)
 def _contract_plan(spec: str):
     """Label groups of a two-operand einsum: summed-alone axes, batch, free, contracted."""
@@ -405,7 +540,7 @@ def contract(spec: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 _GLOBALS = {"contract": contract, "np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
             "view_reshape": view_reshape, "reshape_prefix": reshape_prefix,
-            "store_indexed": store_indexed}
+            "store_indexed": store_indexed, "strided_view": strided_view}
 
 
 class CompiledKernel:

@@ -1,0 +1,191 @@
+"""The CPU backend's composed views: a chain of movement ops that repeats an axis and cuts it
+again (how `Tensor._unfold` writes sliding windows) runs as one strided numpy view of the value
+under it, so a convolution is one contraction and nothing is copied to make its windows.
+
+Oracle tests: each view is compared with the same chain of numpy ops."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tensor_strategies import FEW, cases
+from tolk.runtime import cpu
+from tolk.tensor import Tensor
+from tolk.uop.ops import GroupOp, Ops
+from tolk.uop.shape import shape_of
+
+
+def chain_of(t: Tensor):
+    """(base node, movement chain from the base up to t) of a lazy tensor."""
+    chain, u = [], t.uop
+    while u.op in GroupOp.Movement:
+        chain.append(u)
+        u = u.src[0]
+    return u, chain[::-1]
+
+
+def apply_numpy(x: np.ndarray, chain) -> np.ndarray:
+    """The chain's view of `x` computed with plain numpy ops (copying where numpy must)."""
+    for m in chain:
+        if m.op is Ops.RESHAPE:
+            x = x.reshape(m.arg)
+        elif m.op is Ops.PERMUTE:
+            x = x.transpose(m.arg)
+        elif m.op is Ops.EXPAND:
+            x = np.broadcast_to(x, m.arg)
+        elif m.op is Ops.SHRINK:
+            x = x[tuple(slice(b, e) for b, e in m.arg)]
+        elif m.op is Ops.FLIP:
+            x = np.flip(x, m.arg)
+        else:
+            raise AssertionError(f"no numpy twin for {m.op}")
+    return x
+
+
+def composed(x: np.ndarray, t: Tensor) -> np.ndarray | None:
+    """The chain under `t` over `x` as one strided view, or None if it is not one."""
+    base, chain = chain_of(t)
+    if not chain:
+        return x
+    view = cpu.strided_view_of(shape_of(base), chain)
+    if view is None:
+        return None
+    start, coeffs = view
+    base_shape = shape_of(base)
+    return cpu.strided_view(x.reshape(base_shape), base_shape, start, shape_of(chain[-1]), coeffs)
+
+
+@cases(FEW * 5)
+@given(st.integers(1, 12), st.integers(1, 5), st.integers(1, 4), st.integers(1, 3),
+       st.integers(0, 2))
+def test_unfolded_axis_is_one_strided_view_of_every_window(size, k, stride, dilation, axis):
+    shape = [2, 3, 4]
+    shape[axis] = size
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    if dilation * (k - 1) + 1 > size:
+        return
+    t = Tensor(x)._unfold(axis, k, stride, dilation)
+    got = composed(x, t)
+    assert got is not None
+    want = np.lib.stride_tricks.sliding_window_view(x, dilation * (k - 1) + 1, axis=axis)
+    want = want[(slice(None),) * axis + (slice(None, None, stride),)][..., ::dilation]
+    want = np.moveaxis(want, -1, axis)  # (..., k, out, ...)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(apply_numpy(x, chain_of(t)[1]), want)
+
+
+@st.composite
+def movement_chains(draw):
+    """A base shape and up to 8 random movement steps on a Tensor of it, with expand-then-
+    reshape steps (an axis repeated and merged into its neighbour) among them."""
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    t = Tensor(x)
+    for _ in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from(["repeat", "merge", "split", "permute", "shrink", "flip"]))
+        nd = t.ndim
+        ax = draw(st.integers(0, nd - 1))
+        if kind == "repeat":
+            reps = draw(st.integers(2, 3))
+            t = t.reshape(t.shape[:ax] + (1,) + t.shape[ax:])
+            t = t.expand(t.shape[:ax] + (reps,) + t.shape[ax + 1:])
+            t = t.reshape(t.shape[:ax] + (reps * t.shape[ax + 1],) + t.shape[ax + 2:])
+        elif kind == "merge" and ax + 1 < nd:
+            t = t.reshape(t.shape[:ax] + (t.shape[ax] * t.shape[ax + 1],) + t.shape[ax + 2:])
+        elif kind == "split":
+            n = t.shape[ax]
+            f = draw(st.sampled_from([d for d in range(1, n + 1) if n % d == 0]))
+            t = t.reshape(t.shape[:ax] + (f, n // f) + t.shape[ax + 1:])
+        elif kind == "permute":
+            t = t.permute(draw(st.permutations(range(nd))))
+        elif kind == "shrink":
+            n = t.shape[ax]
+            b = draw(st.integers(0, n - 1))
+            e = draw(st.integers(b + 1, n))
+            t = t.shrink(tuple((b, e) if i == ax else None for i in range(nd)))
+        elif kind == "flip":
+            t = t.flip(ax)
+    return x, t
+
+
+@cases(FEW * 10)
+@given(movement_chains())
+def test_a_composed_chain_is_the_view_numpy_ops_give(case):
+    x, t = case
+    _, chain = chain_of(t)
+    want = apply_numpy(x, chain)
+    got = composed(x, t)
+    if got is not None:
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(t.numpy(), want)  # and the kernel, composed or not
+
+
+def test_window_view_of_a_value_that_is_not_contiguous():
+    # the sum of a transposed input comes out of numpy in Fortran order: the view is made
+    # from its actual strides
+    x = np.random.default_rng(0).standard_normal((9, 7)).astype(np.float32)
+    t = (Tensor(x).T + 1)._unfold(1, 3, 2, 2).sum(1)
+    want = np.lib.stride_tricks.sliding_window_view(x.T + 1, 5, axis=1)[:, ::2, ::2].sum(-1)
+    np.testing.assert_allclose(t.numpy(), want, rtol=1e-6)
+
+
+@pytest.fixture
+def count_contractions(monkeypatch):
+    """Kernels compiled in the test count their contractions (a fresh compile cache)."""
+    calls = []
+
+    def counting(spec, a, b):
+        calls.append((a.shape, b.shape))
+        return cpu.contract(spec, a, b)
+
+    monkeypatch.setattr(cpu, "_compiled", {})
+    monkeypatch.setitem(cpu._GLOBALS, "contract", counting)
+    return calls
+
+
+@pytest.mark.parametrize("k, stride, padding, groups", [(7, 2, 3, 1), (3, 1, 1, 1), (1, 2, 0, 1),
+                                                         (3, 2, 1, 2)])
+def test_conv2d_runs_as_one_contraction(count_contractions, k, stride, padding, groups):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 4, 13, 11)).astype(np.float32)
+    w = rng.standard_normal((6, 4 // groups, k, k)).astype(np.float32)
+    got = Tensor(x).conv2d(Tensor(w), stride=stride, padding=padding, groups=groups).numpy()
+    assert len(count_contractions) == 1
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(2, 3))
+    win = win[:, :, ::stride, ::stride]
+    win = win.reshape(2, groups, 4 // groups, *win.shape[2:])
+    want = np.einsum("ngchwij,gocij->ngohw", win, w.reshape(groups, 6 // groups, 4 // groups, k, k))
+    np.testing.assert_allclose(got, want.reshape(got.shape), rtol=1e-4, atol=1e-4)
+
+
+def test_a_long_window_chain_composes_without_recursion():
+    limit = sys.getrecursionlimit()
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = Tensor(x)._unfold(1, 2, 1, 1)  # (3, 2, 3)
+    for _ in range(2000):
+        t = t.reshape(6, 3).reshape(3, 2, 3)
+    sys.setrecursionlimit(1000)
+    try:
+        got = composed(x, t)
+        assert got is not None
+        np.testing.assert_array_equal(got, np.stack([x[:, :3], x[:, 1:]], axis=1))
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def test_a_window_chain_too_large_to_check_runs_op_by_op(monkeypatch):
+    monkeypatch.setattr(cpu, "MAX_INDEX_ARRAY", 8)
+    monkeypatch.setattr(cpu, "_compiled", {})
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 3, 11, 10)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    assert composed(x, Tensor(x)._unfold(2, 3, 2, 1)) is None
+    got = Tensor(x).conv2d(Tensor(w), stride=2).numpy()
+    win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))[:, :, ::2, ::2]
+    np.testing.assert_allclose(got, np.einsum("nchwij,ocij->nohw", win, w), rtol=1e-4, atol=1e-4)
