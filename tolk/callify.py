@@ -109,15 +109,15 @@ def _final_states(nodes: list[UOp]) -> dict[UOp, UOp]:
     return {_storage(n): n for n in nodes if n.op is Ops.AFTER and n not in below}
 
 
-def _closure(tensors: list[Tensor]) -> tuple[list[Tensor], dict[UOp, UOp]]:
+def _closure(tensors: list[Tensor], nodes: list[UOp]):
     """`tensors` plus every live lazy tensor and pending assign that reads a state this
-    realize supersedes (until none is left), and the final states of the written buffers."""
+    realize supersedes (until none is left): ``(tensors, final states of the written buffers,
+    toposort of the tensors' graphs)``; `nodes` is the toposort for the `tensors` given."""
     chosen = {id(t) for t in tensors}
     while True:
-        nodes = UOp.sink(*(t.uop for t in tensors)).toposort()
         finals = _final_states(nodes)
         if not finals:
-            return tensors, finals
+            return tensors, finals, nodes
         old: set[UOp] = set()
         for f in finals.values():
             s = f.src[0]
@@ -135,9 +135,10 @@ def _closure(tensors: list[Tensor]) -> tuple[list[Tensor], dict[UOp, UOp]]:
                 candidates.extend(t for t in list(_views.get(state, ()))[:1] if id(t) not in chosen)
         extra = [t for t in candidates if _reads_old(t.uop, old, stop, memo)]
         if not extra:
-            return tensors, finals
+            return tensors, finals, nodes
         tensors = tensors + extra
         chosen.update(id(t) for t in extra)
+        nodes = UOp.sink(*(t.uop for t in tensors)).toposort()
 
 
 def _reads_old(u: UOp, old: set[UOp], stop: set[UOp], memo: dict[UOp, bool]) -> bool:
@@ -148,8 +149,9 @@ def _reads_old(u: UOp, old: set[UOp], stop: set[UOp], memo: dict[UOp, bool]) -> 
     return memo[u]
 
 
-def _build_sink(tensors: list[Tensor]):
+def _build_sink(tensors: list[Tensor], nodes: list[UOp]):
     """The realizations of `tensors`: (sink sources, [(tensor, its graph, output view)]).
+    `nodes` is the toposort of the tensors' graphs.
 
     A graph that contains another output's graph reads that output's buffer instead of
     computing it again (also inside pending assigns, so every reader sees one AFTER per
@@ -163,7 +165,7 @@ def _build_sink(tensors: list[Tensor]):
         elif base.op is not Ops.BUFFER:
             computed.append(t)
     if len(computed) > 1:  # inner outputs first, so the substitution below sees them
-        pos = {n: i for i, n in enumerate(UOp.sink(*(t.uop for t in computed)).toposort())}
+        pos = {n: i for i, n in enumerate(nodes)}
         computed.sort(key=lambda t: pos[t.uop])
     reads: dict[UOp, UOp] = {}  # an output's graph -> a view of its realization
     sub = _Substitution(reads)
@@ -253,9 +255,10 @@ def realize(tensors, run: bool = True):
             raise TypeError(f"realize takes Tensors, got {type(t).__name__}")
     tensors = list({id(r): r for r in map(_root, tensors)}.values())
     finals: dict[UOp, UOp] = {}
+    nodes = UOp.sink(*(t.uop for t in tensors)).toposort()
     if run:
-        tensors, finals = _closure(tensors)
-    srcs, outputs = _build_sink(tensors)
+        tensors, finals, nodes = _closure(tensors, nodes)
+    srcs, outputs = _build_sink(tensors, nodes)
     if not srcs:
         return (UOp(Ops.LINEAR, src=()), {}) if not run else None
     sink = UOp.sink(*srcs)
