@@ -73,6 +73,7 @@ class _Kernelizer:
         # assigns whose whole value is an older state of their own target: rule 8 copies that
         # state into a temporary (the state itself is not realized: it is also the target)
         self.copied_values: dict[UOp, None] = {}
+        self.state_users: dict[UOp, list[UOp]] = {}  # base state -> the nodes using it
         self.has_vars = any(n.op in (Ops.DEFINE_VAR, Ops.BIND) for n in self.nodes)
 
     # -- deciding what is realized --------------------------------------------------------------
@@ -93,6 +94,8 @@ class _Kernelizer:
         for n in self.nodes:
             for s in n.src:
                 users[s] = users.get(s, 0) + 1
+                if s.op in _BASE_STATES:
+                    self.state_users.setdefault(s, []).append(n)
         stored = {_store_of(n).src[1] for n in self.nodes if n.op is Ops.AFTER}
         for n in self.nodes:
             # a CONTIGUOUS stored straight into a buffer is realized by that store
@@ -180,8 +183,10 @@ class _Kernelizer:
         as a shifted or transposed view or an older state of the buffer, is a hazard."""
         state, store = after.src[0], _store_of(after)
         view, value = store.src
-        target = self.base_of(state)
         chain = set(_view_chain(view)) | {view}
+        if state.op is not Ops.AFTER and all(u is after or u in chain for u in self.state_users[state]):
+            return  # a buffer this graph only writes here (such as a fresh output): no hazard
+        target = self.base_of(state)
         if value.op in _BASE_STATES and self.base_of(value) is target and value is not view:
             self.copied_values[after] = None
             return
@@ -286,7 +291,10 @@ class _Kernelizer:
             return (x is value and compute_root) or not (x in self.realized or self.is_leaf(x))
 
         mapping: dict[UOp, UOp] = {}
+        reduce_op = None  # the first reduction computed here names the kernel
         for n in value.toposort(enter=enter):
+            if reduce_op is None and n.op is Ops.REDUCE_AXIS and enter(n):
+                reduce_op = n.arg[0]
             if n is value and value_state is not None:
                 mapping[n] = load(value_state)
             elif n.op in _BASE_STATES and (n is value or n not in self.realized):
@@ -309,7 +317,8 @@ class _Kernelizer:
             nodes = store.toposort()
             var_nodes = tuple({n: None for n in nodes if n.op is Ops.DEFINE_VAR} |
                               {_var_of(d): None for n in nodes for d in syms_in(n.arg)})
-        ast = UOp(Ops.SINK, dtypes.void, (store, *var_nodes), KernelInfo(_kernel_name(store, shape_of(view))))
+        info = KernelInfo(_kernel_name(reduce_op, shape_of(view)))
+        ast = UOp(Ops.SINK, dtypes.void, (store, *var_nodes), info)
         return UOp(Ops.AFTER, prev.dtype, (prev, UOp(Ops.CALL, dtypes.void, (ast, *args))))
 
 
@@ -317,9 +326,8 @@ def _var_of(d: Sym) -> UOp:
     return UOp(Ops.DEFINE_VAR, dtypes.int32, (), (d.name, d.lo, d.hi))
 
 
-def _kernel_name(value: UOp, shape: tuple[int, ...]) -> str:
-    reduce_ops = [n.arg[0].name.lower() for n in value.toposort() if n.op is Ops.REDUCE_AXIS][:1]
-    prefix = "r_" + reduce_ops[0] if reduce_ops else "E"
+def _kernel_name(reduce_op, shape: tuple[int, ...]) -> str:
+    prefix = "r_" + reduce_op.name.lower() if reduce_op is not None else "E"
     return "_".join([prefix, *(str(s) for s in shape)]) if shape else prefix
 
 
