@@ -113,7 +113,8 @@ class _Kernelizer:
                 self.check_assign_hazard(n)
         changed = True
         while changed:
-            changed = self.realize_shared() | self.realize_expanded_reduces()
+            # reductions first: they bound the walks that rule 6 makes
+            changed = self.realize_expanded_reduces() | self.realize_shared()
 
     def is_whole_buffer(self, x: UOp) -> bool:
         while x.op is Ops.RESHAPE:
@@ -144,35 +145,43 @@ class _Kernelizer:
         return changed
 
     def realize_shared(self) -> bool:
-        """Rules 5 and 6: values that would be computed in two or more kernels."""
+        """Rules 5 and 6: values that would be computed in two or more kernels.
+
+        One pass from the outputs down (reverse toposort): when a node is reached, every
+        kernel that computes it is known (`member`), and realizing it makes it the one kernel
+        that what it reads belongs to. Rule 6 counts nesting from the top: `above[n]` maps
+        the kernel count of each recomputed value above `n` in its kernels to how deeply
+        recomputed values nest there; `n` nests under those with fewer kernels than its own.
+        """
         member: dict[UOp, set[UOp]] = {}
+        above: dict[UOp, dict[int, int]] = {}
+        changed = False
         for n in reversed(self.nodes):
             if n in self.realized:
-                kernels = {n}
+                kernels, nest = {n}, {}
             elif n in member:
-                kernels = member[n]
+                kernels, nest = member[n], above.get(n, {})
+                if len(kernels) >= 2 and n.op is Ops.REDUCE_AXIS:
+                    self.realized[n] = None
+                    kernels, nest, changed = {n}, {}, True
+                elif len(kernels) >= 2 and n.op in _ELEMENTWISE:
+                    level = 1 + max((d for k, d in nest.items() if k < len(kernels)), default=0)
+                    if level >= MAX_NESTED_RECOMPUTE:
+                        self.realized[n] = None
+                        kernels, nest, changed = {n}, {}, True
+                    else:
+                        nest = {**nest, len(kernels): max(level, nest.get(len(kernels), 0))}
             else:
                 continue
             for c in (self.kernel_children(n) if n in self.realized else n.src):
                 if c in self.realized or self.is_leaf(c):
                     continue
                 member.setdefault(c, set()).update(kernels)
-        changed = False
-        depth: dict[UOp, int] = {}  # how many recomputed values nest inside each other here
-        for n in self.nodes:
-            kernels = member.get(n, ())
-            if n in self.realized or len(kernels) < 2:
-                continue
-            if n.op is Ops.REDUCE_AXIS:
-                self.realized[n] = None
-                changed = True
-            elif n.op in _ELEMENTWISE:
-                depth[n] = 1 + max((depth.get(x, 0) for x in self.kernel_nodes(n) if x is not n
-                                    and x in depth and member[x] > kernels), default=0)
-                if depth[n] >= MAX_NESTED_RECOMPUTE:
-                    self.realized[n] = None
-                    depth[n] = 0
-                    changed = True
+                if nest:
+                    into = above.setdefault(c, {})
+                    for k, d in nest.items():
+                        if d > into.get(k, 0):
+                            into[k] = d
         return changed
 
     def check_assign_hazard(self, after: UOp) -> None:
