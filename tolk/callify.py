@@ -133,7 +133,9 @@ def _closure(tensors: list[Tensor], nodes: list[UOp]):
         for state in list(_views.keys()):
             if state.op is Ops.AFTER and state not in in_sink:
                 candidates.extend(t for t in list(_views.get(state, ()))[:1] if id(t) not in chosen)
-        extra = [t for t in candidates if _reads_old(t.uop, old, stop, memo)]
+        # a view is taken along through the tensor it views, so it stays a view of its buffer
+        extra = list({id(r): r for t in candidates if _reads_old(t.uop, old, stop, memo)
+                      for r in (_root(t),) if id(r) not in chosen}.values())
         if not extra:
             return tensors, finals, nodes
         tensors = tensors + extra
