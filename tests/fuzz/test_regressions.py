@@ -2,9 +2,7 @@
 
 Every test here states the correct (numpy, eager) behaviour and is marked
 ``xfail(strict=True)`` while the bug is open: when a fix lands the test starts passing, strict
-xfail turns that into a failure, and the marker comes off. The fuzzer steers around these bugs
-by default (tests/fuzz/programs.py, `Gen.avoid_known_bugs`); once one is fixed, drop the
-matching steering rule so the fuzzer covers that ground again.
+xfail turns that into a failure, and the marker comes off.
 
 Bugs found (suspected cause in each open test's reason; fixed ones stay as plain tests):
  1. fixed: setitem/assign through a view of a lazy (unrealized) tensor was lost
@@ -363,7 +361,7 @@ def test_fuzz_program_jit_two_equal_outputs():
     check_jit(Program(
         inputs=(((), "float32"), ((), "float32"), ((), "float32")), variables=((-1, 5),),
         steps=(("unary", "relu", 0), ("unary", "relu", 0)),
-        final_order=(0, 1, 2, 3, 4)), 5, avoid_known_bugs=False)
+        final_order=(0, 1, 2, 3, 4)), 5)
 
 
 # 11 ------------------------------------------------------------------------------------------
