@@ -46,7 +46,7 @@ class Program:
 
 def weak_dtype(dt: np.dtype, x) -> np.dtype:
     """The dtype a Python scalar takes next to a tensor of dtype `dt` (tolk.tensor docstring)."""
-    if isinstance(x, bool) or isinstance(x, int):
+    if isinstance(x, (bool, int)):
         return dt
     return dt if dt.kind == "f" else F32
 
@@ -317,7 +317,7 @@ class NumpyMachine:
         value = np.broadcast_to(value.astype(target.dtype), target.shape)
         target.base.data[target.idx.reshape(-1)] = value.reshape(-1)
 
-    def apply(self, step: tuple) -> None:  # noqa: C901 - one branch per step kind
+    def apply(self, step: tuple) -> None:  # one branch per step kind
         k, p = step[0], self.pool
         if k == "unary":
             e = p[step[2]]
@@ -433,7 +433,7 @@ class TolkMachine:
         self.jit = jit
         self.trace: list[tuple[str, np.ndarray]] = []
 
-    def apply(self, step: tuple) -> None:  # noqa: C901 - one branch per step kind
+    def apply(self, step: tuple) -> None:  # one branch per step kind
         from tolk import Tensor
 
         k, p = step[0], self.pool

@@ -26,8 +26,16 @@ from tolk import Context, Tensor, Variable
 from tolk.schedule.verify import verify_linear
 
 from .programs import (
-    Gen, Program, assert_same, assert_traces, expected_pool, interpret, make_data,
-    make_jit_fn, programs, run_tolk,
+    Gen,
+    Program,
+    assert_same,
+    assert_traces,
+    expected_pool,
+    interpret,
+    make_data,
+    make_jit_fn,
+    programs,
+    run_tolk,
 )
 
 LONG = os.environ.get("TOLK_FUZZ", "") == "long"
