@@ -12,18 +12,8 @@ source's storage, stored as an index array into it (-1 where a pad reads zeros).
 through a view into the storage, so every view of it sees the new data while a tensor computed
 earlier keeps its old value. This is tolk's documented assign semantics (tolk.tensor).
 
-Known tolk bugs are steered around by default (`Gen.avoid_known_bugs`), so the default fuzzer
-stays green and keeps looking for new ones; tests/fuzz/test_regressions.py pins each of them
-(its docstring lists them). Steering means: writes only into views of the program's inputs
-(bug 1); a realize of an assign's value first when it is lazy or reads another pending assign
-(bugs 3, 5), and of the pending assigns reading a buffer before it is overwritten (bug 4); a
-realize of lazy operands that read an older state of a buffer than their co-operands, of lazy
-entries reading a buffer and another's pending assign before the buffer is overwritten, and
-jit outputs realized inside the function while the whole pool is alive (bug 6); a constant
-added to an assign's value that needs a cast (bug 5); no assign of a buffer's bare state into
-a view of itself (bug 8); no writes through a reshape that merges reordered axes (bug 15).
-Writes through an EXPAND are never generated: tolk rejects them, as numpy does. Without the
-steering (``Gen(avoid_known_bugs=False)``) the fuzzer finds those bugs quickly.
+Writes through an EXPAND are never generated: tolk rejects them, as numpy does. Bugs the
+fuzzer found are pinned in tests/fuzz/test_regressions.py.
 """
 
 from __future__ import annotations
@@ -56,7 +46,7 @@ class Program:
 
 def weak_dtype(dt: np.dtype, x) -> np.dtype:
     """The dtype a Python scalar takes next to a tensor of dtype `dt` (tolk.tensor docstring)."""
-    if isinstance(x, bool) or isinstance(x, int):
+    if isinstance(x, (bool, int)):
         return dt
     return dt if dt.kind == "f" else F32
 
@@ -255,34 +245,18 @@ def movement_tolk(kind: str, t, arg):
 
 @dataclass(eq=False)
 class _Base:
-    """Storage in numpy semantics: a flat array that assigns write into.
-
-    What tolk does with it, tracked to steer clear of known bugs (conservatively: tolk may
-    realize more than the model knows): `dirty`: written by an assign that is still pending;
-    `epoch` counts the writes; `reads`: the other storages the pending assigns read;
-    `target`: a pool entry viewing it."""
+    """Storage in numpy semantics: a flat array that assigns write into (compared by
+    identity: views of one storage share it)."""
 
     data: np.ndarray
-    dirty: bool = False
-    epoch: int = 0
-    reads: list = field(default_factory=list)
-    target: int = -1
-
-    def clean(self) -> None:
-        self.dirty = False
-        self.reads = []
 
 
 @dataclass(eq=False)
 class Entry:
     """A pool entry: a view (index array `idx`, -1 = padding zero) of `base`.
 
-    `lazy`: for a tensor tolk still holds as a lazy graph, the buffer states ``(base,
-    epoch)`` that graph reads; None for a view of a buffer (it reads its base's state).
     `expanded`: tolk's view goes through an EXPAND, so tolk rejects a store through it (numpy
     rejects writes into broadcast views too; the index model alone cannot tell).
-    `strided`: every view on tolk's chain is a strided view of the storage (a reshape that
-    merges reordered axes is not: numpy would copy).
     Invariant: for kind "m" (a MultiTensor), idx is the identity of `base` and `axis` is set."""
 
     base: _Base
@@ -290,9 +264,7 @@ class Entry:
     device: str = "CPU"
     kind: str = "t"
     axis: int = -1
-    lazy: frozenset | None = None
     expanded: bool = False
-    strided: bool = True
 
     @property
     def shape(self) -> tuple:
@@ -314,153 +286,105 @@ class Entry:
         flat = self.idx.reshape(-1)
         return self.kind == "t" and bool((flat >= 0).all()) and np.unique(flat).size == flat.size
 
-    def states(self) -> frozenset:
-        """The buffer states ``(base, epoch)`` that tolk's graph of this entry reads."""
-        return frozenset({(self.base, self.base.epoch)}) if self.lazy is None else self.lazy
 
-    def pending(self) -> frozenset:
-        """The pending writes ``(base, epoch)`` that tolk's graph of this entry reads."""
-        return frozenset((b, ep) for b, ep in self.states() if b.dirty and b.epoch == ep)
-
-
-def _fresh(value: np.ndarray, device: str, kind: str = "t", axis: int = -1,
-           realized: bool = False, lazy: frozenset | None = None) -> Entry:
+def _fresh(value: np.ndarray, device: str, kind: str = "t", axis: int = -1) -> Entry:
     value = np.array(value)  # a copy (np.ascontiguousarray would make 0-d arrays 1-d)
     base = _Base(value.reshape(-1))
-    return Entry(base, np.arange(value.size).reshape(value.shape), device, kind, axis,
-                 None if realized else lazy)
-
-
-def _affine(idx: np.ndarray) -> bool:
-    """Whether an index array is offset + sum(i_k * stride_k): a strided view."""
-    if idx.size == 0:
-        return True
-    for ax in range(idx.ndim):
-        if idx.shape[ax] > 1:
-            d = np.diff(idx, axis=ax)
-            if not (d == d.reshape(-1)[0]).all():
-                return False
-    return True
+    return Entry(base, np.arange(value.size).reshape(value.shape), device, kind, axis)
 
 
 class NumpyMachine:
     """Runs program steps eagerly on numpy. `trace` collects (label, value) at checks and end."""
 
     def __init__(self, arrays, var_values):
-        self.pool: list[Entry] = [_fresh(np.asarray(a), "CPU", realized=True) for a in arrays]
+        self.pool: list[Entry] = [_fresh(np.asarray(a), "CPU") for a in arrays]
         self.vars = list(var_values)
         self.trace: list[tuple[str, np.ndarray]] = []
 
     def add(self, e: Entry) -> None:
         self.pool.append(e)
 
-    def computed(self, value, device: str, *operands: Entry, kind: str = "t",
-                 axis: int = -1) -> None:
-        deps = frozenset().union(*(o.states() for o in operands))
-        self.add(_fresh(np.asarray(value), device, kind, axis, lazy=deps))
+    def computed(self, value, device: str, kind: str = "t", axis: int = -1) -> None:
+        self.add(_fresh(np.asarray(value), device, kind, axis))
 
     def view(self, src: Entry, kind: str, arg) -> None:
         idx = movement_np(kind, src.idx, arg, fill=-1)
-        e = Entry(src.base, np.array(idx), src.device, lazy=src.lazy)
-        e.expanded = src.expanded or (kind == "expand" and idx.shape != src.shape)
-        e.strided = src.strided and _affine(e.idx)
-        self.add(e)
+        expanded = src.expanded or (kind == "expand" and idx.shape != src.shape)
+        self.add(Entry(src.base, np.array(idx), src.device, expanded=expanded))
 
-    def mark_realized(self, e: Entry) -> None:
-        """tolk realized `e`: the pending writes its graph reads are done."""
-        for b, _ in e.pending():
-            b.clean()
-        e.lazy = None
-
-    def write(self, target: Entry, value: np.ndarray, source: Entry | None, via: int) -> None:
-        """Assign `value` (read from pool entry `source`, or a scalar) through `target`, a view
-        of the pool entry `via`."""
+    def write(self, target: Entry, value: np.ndarray) -> None:
+        """Assign `value` through `target`, a view of some storage."""
         value = np.broadcast_to(value.astype(target.dtype), target.shape)
-        if target.lazy is not None:
-            self.mark_realized(target)  # tolk realizes a lazy assign target first
-        b = target.base
-        b.data[target.idx.reshape(-1)] = value.reshape(-1)
-        b.dirty = True
-        b.epoch += 1
-        b.target = via
-        if source is not None and source.base is not b:
-            b.reads.append(source.base)
+        target.base.data[target.idx.reshape(-1)] = value.reshape(-1)
 
-    def apply(self, step: tuple) -> None:  # noqa: C901 - one branch per step kind
+    def apply(self, step: tuple) -> None:  # one branch per step kind
         k, p = step[0], self.pool
         if k == "unary":
             e = p[step[2]]
-            self.computed(unary_np(step[1], e.value()), e.device, e)
+            self.computed(unary_np(step[1], e.value()), e.device)
         elif k == "binary":
             a, b = p[step[2]], p[step[3]]
-            self.computed(binary_np(step[1], a.value(), b.value()), a.device, a, b)
+            self.computed(binary_np(step[1], a.value(), b.value()), a.device)
         elif k == "scalar":
             e = p[step[2]]
-            self.computed(scalar_np(step[1], e.value(), step[3], step[4]), e.device, e)
+            self.computed(scalar_np(step[1], e.value(), step[3], step[4]), e.device)
         elif k == "var":
             e = p[step[2]]
             v = np.asarray(self.vars[step[3]], np.int32)
             self.computed(binary_np(step[1], v, e.value()) if step[4] else
-                          binary_np(step[1], e.value(), v), e.device, e)
+                          binary_np(step[1], e.value(), v), e.device)
         elif k == "where":
             c, x, y = (p[i] for i in step[1:4])
             cond = c.value() > np.asarray(0, c.dtype)
             d = np.result_type(x.dtype, y.dtype)
-            self.computed(np.where(cond, x.value().astype(d), y.value().astype(d)), x.device,
-                          c, x, y)
+            self.computed(np.where(cond, x.value().astype(d), y.value().astype(d)), x.device)
         elif k == "reduce":
             e = p[step[2]]
-            self.computed(reduce_np(step[1], e.value(), step[3], step[4]), e.device, e)
+            self.computed(reduce_np(step[1], e.value(), step[3], step[4]), e.device)
         elif k == "cast":
             e = p[step[1]]
-            self.computed(e.value().astype(step[2]), e.device, e)
+            self.computed(e.value().astype(step[2]), e.device)
         elif k == "contiguous":
             e = p[step[1]]
-            self.computed(e.value(), e.device, e)
+            self.computed(e.value(), e.device)
         elif k == "to":
-            e = p[step[1]]
-            self.computed(e.value(), step[2], e)
+            self.computed(p[step[1]].value(), step[2])
         elif k == "cat":
             a, b = p[step[1]], p[step[2]]
             d = np.result_type(a.dtype, b.dtype)
             self.computed(np.concatenate([a.value().astype(d), b.value().astype(d)], step[3]),
-                          a.device, a, b)
+                          a.device)
         elif k == "move":
             e, kind, arg = p[step[2]], step[1], step[3]
             grows = kind == "pad" and any(p is not None and max(p) > 0 for p in arg)
             if grows and step[4] != 0:  # a pad that adds nothing is a view whatever its value
-                self.computed(pad_np(e.value(), arg, step[4]), e.device, e)
+                self.computed(pad_np(e.value(), arg, step[4]), e.device)
             else:
                 self.view(e, kind, arg)
         elif k == "assign":
-            src = p[step[2]]
-            self.write(p[step[1]], assign_value_np(src.value(), step[3]), src, step[1])
+            self.write(p[step[1]], assign_value_np(p[step[2]].value(), step[3]))
         elif k == "assign_scalar":
-            self.write(p[step[1]], np.asarray(step[2]), None, step[1])
+            self.write(p[step[1]], np.asarray(step[2]))
         elif k in ("setitem", "view_assign"):
             e, index, v = p[step[1]], step[2], step[3]
-            src = p[v] if step[4] else None
-            value = assign_value_np(src.value(), step[5]) if step[4] else np.asarray(v)
+            value = assign_value_np(p[v].value(), step[5]) if step[4] else np.asarray(v)
             self.view(e, "getitem", index)
             target = self.pool[-1]
             if k == "setitem":
                 self.pool.pop()
-            self.write(target, value, src, step[1])
+            self.write(target, value)
         elif k == "shard":
-            e = p[step[1]]
-            self.computed(e.value(), DEVS[0], e, kind="m", axis=step[2])
+            self.computed(p[step[1]].value(), DEVS[0], kind="m", axis=step[2])
         elif k == "m_unary":
             e = p[step[2]]
-            self.computed(unary_np(step[1], e.value()), e.device, e, kind="m", axis=e.axis)
+            self.computed(unary_np(step[1], e.value()), e.device, kind="m", axis=e.axis)
         elif k == "m_binary":
             a, other = p[step[2]], step[3]
             if other[0] == "s":
-                self.computed(scalar_np(step[1], a.value(), other[1], False), a.device, a,
-                              kind="m", axis=a.axis)
+                value = scalar_np(step[1], a.value(), other[1], False)
             else:
-                b = p[other[1]]
-                self.computed(binary_np(step[1], a.value(), b.value()), a.device, a, b,
-                              kind="m", axis=a.axis)
+                value = binary_np(step[1], a.value(), p[other[1]].value())
+            self.computed(value, a.device, kind="m", axis=a.axis)
         elif k == "m_reduce":
             e, axis, keep = p[step[2]], step[3], step[4]
             r = reduce_np(step[1], e.value(), axis, keep)
@@ -468,18 +392,15 @@ class NumpyMachine:
                 ((axis,) if isinstance(axis, int) else axis)
             axes = tuple(a % len(e.shape) for a in axes)
             if e.axis in axes:
-                self.computed(r, DEVS[0], e)
+                self.computed(r, DEVS[0])
             else:
                 new_axis = e.axis if keep else e.axis - sum(1 for a in axes if a < e.axis)
-                self.computed(r, e.device, e, kind="m", axis=new_axis)
+                self.computed(r, e.device, kind="m", axis=new_axis)
         elif k == "gather":
-            e = p[step[1]]
-            self.computed(e.value(), "CPU", e)
+            self.computed(p[step[1]].value(), "CPU")
         elif k == "realize":
-            for i in step[1]:
-                self.mark_realized(p[i])
+            pass  # eager numpy has nothing pending
         elif k == "check":
-            self.mark_realized(p[step[1]])
             self.trace.append((f"check #{len(self.trace)} of entry {step[1]}", p[step[1]].value()))
         else:
             raise ValueError(f"unknown step {step!r}")
@@ -512,7 +433,7 @@ class TolkMachine:
         self.jit = jit
         self.trace: list[tuple[str, np.ndarray]] = []
 
-    def apply(self, step: tuple) -> None:  # noqa: C901 - one branch per step kind
+    def apply(self, step: tuple) -> None:  # one branch per step kind
         from tolk import Tensor
 
         k, p = step[0], self.pool
@@ -623,23 +544,16 @@ def jit_outputs(pool) -> list:
     return [x.to("CPU") if hasattr(x, "shards") else x for x in pool]
 
 
-def make_jit_fn(prog: Program, avoid_known_bugs: bool = True):
+def make_jit_fn(prog: Program):
     """A function of (*input tensors, *bound variables) running `prog`; returns its outputs,
     one per pool entry (`jit_outputs`)."""
     n_in = len(prog.inputs)
 
     def fn(*args):
-        from tolk import Tensor
-
         m = TolkMachine(args[:n_in], args[n_in:], jit=True)
         for s in prog.steps:
             m.apply(s)
-        outs = jit_outputs(m.pool)
-        if avoid_known_bugs and outs:
-            # realized while the whole pool is alive: once the entries die, an output that
-            # reads a buffer both before and after a pending assign fails to schedule
-            Tensor.realize(*outs)
-        return tuple(outs)
+        return tuple(jit_outputs(m.pool))
 
     return fn
 
@@ -683,12 +597,10 @@ def assert_traces(got, want) -> None:
 
 @dataclass
 class Gen:
-    """Generation knobs. `avoid_known_bugs` keeps programs away from the bugs pinned in
-    tests/fuzz/test_regressions.py; `multi` and `variables` allow shards and bound variables;
-    `weights` are the relative frequencies of the step kinds."""
+    """Generation knobs. `multi` and `variables` allow shards and bound variables; `weights`
+    are the relative frequencies of the step kinds."""
 
     max_steps: int = 30
-    avoid_known_bugs: bool = True
     multi: bool = True
     variables: bool = True
     weights: dict = field(default_factory=lambda: dict(_WEIGHTS))
@@ -835,7 +747,6 @@ class _Drawer:
 
     def __init__(self, draw, gen: Gen, m: NumpyMachine, nvars: int):
         self.draw, self.gen, self.m, self.nvars = draw, gen, m, nvars
-        self.n_inputs = len(m.pool)
 
     def tensors(self, pred=lambda e: True) -> list[int]:
         return [i for i, e in enumerate(self.m.pool) if e.kind == "t" and pred(e)]
@@ -848,63 +759,17 @@ class _Drawer:
             raise _NoChoice
         return self.draw(st.sampled_from(idxs))
 
-    def steps(self) -> list[tuple]:
-        """One valid step. Avoiding known bugs, an assign comes after realizes of: its value
-        when that is lazy or reads another buffer's pending assign (tolk drops, reruns or
-        duplicates such stores), the pending assigns that read the buffer it overwrites
-        (tolk would run them after the overwrite), and the lazy entries reading both that
-        buffer and another's pending assign (see `unmix`)."""
-        g, draw = self.gen, self.draw
-        kinds = [k for k, w in g.weights.items() for _ in range(w) if self.possible(k)]
+    def step(self) -> tuple:
+        """One valid step."""
+        kinds = [k for k, w in self.gen.weights.items() for _ in range(w) if self.possible(k)]
         while True:
-            k = draw(st.sampled_from(kinds))
+            k = self.draw(st.sampled_from(kinds))
             try:
                 s = getattr(self, "s_" + k)()
             except _NoChoice:
                 s = None
             if s is not None:
-                break
-        if not g.avoid_known_bugs:
-            return [s]
-        if s[0] not in ("assign", "assign_scalar", "setitem", "view_assign"):
-            return [*self.unmix(s), s]
-        pool = self.m.pool
-        target = pool[s[1]].base
-        out = [("realize", (b.target,)) for b in {id(b): b for b in self.bases()}.values()
-               if b.dirty and b is not target and any(r is target for r in b.reads)]
-        # lazy entries reading this buffer now and another buffer's pending assign: after the
-        # write they read one buffer's old state and another's new one, and two such entries
-        # crossing the other way make one schedule cyclic
-        crossing = tuple(i for i, e in enumerate(pool) if e.lazy is not None
-                         and (target, target.epoch) in e.lazy
-                         and any(b is not target for b, _ in e.pending()))
-        if crossing:
-            out.append(("realize", crossing))
-        if s[0] == "assign" or (s[0] != "assign_scalar" and s[4]):
-            j = s[2] if s[0] == "assign" else s[3]
-            v = pool[j]
-            if v.lazy is not None or any(b is not target for b, _ in v.pending()):
-                out.append(("realize", (j,)))
-        return [*out, s]
-
-    def bases(self) -> list[_Base]:
-        return [e.base for e in self.m.pool]
-
-    def unmix(self, s: tuple) -> list[tuple]:
-        """Avoiding known bugs: realizes of the lazy operands of `s` that read an older state
-        of a buffer than another operand reads (a kernel reading a buffer both before and
-        after a pending assign fails to schedule unless the old part was realized first)."""
-        if s[0] not in ("binary", "where", "cat", "m_binary"):
-            return []
-        ops = {"binary": lambda: s[2:4], "where": lambda: s[1:4], "cat": lambda: s[1:3],
-               "m_binary": lambda: (s[2],) + ((s[3][1],) if s[3][0] != "s" else ())}[s[0]]()
-        newest: dict[int, int] = {}
-        for i in ops:
-            for b, ep in self.m.pool[i].states():
-                newest[id(b)] = max(newest.get(id(b), ep), ep)
-        old = tuple(dict.fromkeys(i for i in ops if self.m.pool[i].lazy is not None and any(
-            ep < newest[id(b)] for b, ep in self.m.pool[i].states())))
-        return [("realize", old)] if old else []
+                return s
 
     def possible(self, k: str) -> bool:
         if k.startswith("m_") or k == "gather":
@@ -1008,13 +873,8 @@ class _Drawer:
     # -- assigns ------------------------------------------------------------------------------
 
     def assignable(self, e: Entry) -> bool:
-        return e.writable() and not self.unsafe_target(e)
-
-    def unsafe_target(self, e: Entry) -> bool:
-        """Never through an EXPAND (tolk and numpy reject it); avoiding known bugs, only
-        strided views (bug 15) of the program's inputs (bug 1)."""
-        return e.expanded or (self.gen.avoid_known_bugs and (not e.strided or all(
-            e.base is not x.base for x in self.m.pool[:self.n_inputs])))
+        """Never through an EXPAND: tolk and numpy reject it."""
+        return e.writable() and not e.expanded
 
     def value_for(self, target: Entry):
         """(value, is_entry): a pool entry broadcastable into `target`, or a scalar."""
@@ -1032,10 +892,7 @@ class _Drawer:
         v, is_entry = self.value_for(self.m.pool[i])
         if not is_entry:
             return ("assign_scalar", i, v)
-        fused = self.fused(self.m.pool[v], self.m.pool[i])
-        if not fused and self.bare_state_of(self.m.pool[v], self.m.pool[i]):
-            return None
-        return ("assign", i, v, fused)
+        return ("assign", i, v, self.draw(st.booleans()))
 
     def s_assign_scalar(self):
         ts = self.tensors(self.assignable)
@@ -1050,7 +907,7 @@ class _Drawer:
             return None
         i = self.pick(ts)
         e = self.m.pool[i]
-        if self.unsafe_target(e):
+        if e.expanded:  # tolk and numpy reject it
             return None
         index = _index_arg(self.draw, e.shape)
         try:
@@ -1058,25 +915,10 @@ class _Drawer:
         except (ValueError, IndexError):
             return None
         view = Entry(e.base, idx, e.device)
-        if not view.writable() or (self.gen.avoid_known_bugs and not _affine(idx)):
+        if not view.writable():
             return None
         v, is_entry = self.value_for(view)
-        fused = is_entry and self.fused(self.m.pool[v], view)
-        if is_entry and not fused and self.bare_state_of(self.m.pool[v], view):
-            return None
-        return (kind, i, index, v, is_entry, fused)
-
-    def fused(self, v: Entry, target: Entry) -> bool:
-        """Whether an assign adds a constant to its value. Avoiding known bugs it always does
-        when it must cast: a bare cast could equal a pool entry's graph, and realizing that
-        entry with a reader of the pending assign duplicates the assign into a cycle."""
-        return self.draw(st.booleans()) or (self.gen.avoid_known_bugs and v.dtype != target.dtype)
-
-    def bare_state_of(self, v: Entry, target: Entry) -> bool:
-        """Avoiding known bugs: `v` is its target's whole buffer, unreshaped (tolk then stores
-        into a temporary copy instead of the target)."""
-        return self.gen.avoid_known_bugs and v.base is target.base and v.idx.ndim == 1 and \
-            v.idx.size == v.base.data.size and bool((v.idx == np.arange(v.idx.size)).all())
+        return (kind, i, index, v, is_entry, is_entry and self.draw(st.booleans()))
 
     def s_view_assign(self):
         return self.s_setitem("view_assign")
@@ -1155,9 +997,9 @@ def programs(draw, gen: Gen | None = None):
     steps = []
     with np.errstate(all="ignore"):
         for _ in range(draw(st.integers(1, gen.max_steps))):
-            for s in drawer.steps():
-                m.apply(s)
-                steps.append(s)
+            s = drawer.step()
+            m.apply(s)
+            steps.append(s)
     order = tuple(draw(st.permutations(range(len(m.pool)))))
     return Program(inputs, variables, tuple(steps), order)
 

@@ -9,8 +9,6 @@ the numpy interpreter; every schedule realize makes, and every jit capture, pass
 Profiles: the default is small and derandomized (CI, about a minute); ``TOLK_FUZZ=long`` in
 the environment runs thousands of random programs with no deadline. A failure hypothesis finds
 is shrunk and printed as a `Program(...)`; paste it into test_regressions.py.
-``TOLK_FUZZ_KNOWN_BUGS=1`` stops steering around the bugs pinned there (expect failures until
-they are fixed).
 """
 
 from __future__ import annotations
@@ -28,12 +26,19 @@ from tolk import Context, Tensor, Variable
 from tolk.schedule.verify import verify_linear
 
 from .programs import (
-    Gen, Program, assert_same, assert_traces, expected_pool, interpret, make_data,
-    make_jit_fn, programs, run_tolk,
+    Gen,
+    Program,
+    assert_same,
+    assert_traces,
+    expected_pool,
+    interpret,
+    make_data,
+    make_jit_fn,
+    programs,
+    run_tolk,
 )
 
 LONG = os.environ.get("TOLK_FUZZ", "") == "long"
-AVOID = os.environ.get("TOLK_FUZZ_KNOWN_BUGS", "") in ("", "0")
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
            HealthCheck.large_base_example]
 FUZZ = settings(max_examples=20000 if LONG else 300, deadline=None, derandomize=not LONG,
@@ -66,10 +71,9 @@ def check_plain(prog: Program, seed: int, **flags) -> None:
     assert_traces(got, want)
 
 
-def check_jit(prog: Program, seed: int, calls: int = 4, avoid_known_bugs: bool = True) -> None:
+def check_jit(prog: Program, seed: int, calls: int = 4) -> None:
     """Run `prog` as a jitted function of its inputs and variables, `calls` times."""
-    fn = make_jit_fn(prog, avoid_known_bugs)
-    f = tolk.jit(fn)
+    f = tolk.jit(make_jit_fn(prog))
     variables = [Variable(f"v{i}", lo, hi) for i, (lo, hi) in enumerate(prog.variables)]
     for call in range(calls):
         arrays, var_values = make_data(prog, seed + 1000 * call)
@@ -86,21 +90,21 @@ def check_jit(prog: Program, seed: int, calls: int = 4, avoid_known_bugs: bool =
             assert_same(f"jit call {call}: input {k} after the call", t.numpy(), want[k])
 
 
-def check_all_modes(prog: Program, seed: int, avoid_known_bugs: bool = True) -> None:
+def check_all_modes(prog: Program, seed: int) -> None:
     note(repr(prog))
     check_plain(prog, seed)
     check_plain(prog, seed, NO_MEMORY_PLANNER=1)
     check_plain(prog, seed, SCACHE=0)
-    check_jit(prog, seed, avoid_known_bugs=avoid_known_bugs)
+    check_jit(prog, seed)
 
 
 @FUZZ
-@given(prog=programs(Gen(avoid_known_bugs=AVOID)), seed=st.integers(0, 2**16))
+@given(prog=programs(Gen()), seed=st.integers(0, 2**16))
 def test_random_program_matches_numpy_in_every_mode(prog, seed):
     programs_run[0] += 1
     if LONG and programs_run[0] % 250 == 0:
         print(f"fuzz: {programs_run[0]} programs", flush=True)  # progress, with pytest -s
-    check_all_modes(prog, seed, AVOID)
+    check_all_modes(prog, seed)
 
 
 def test_schedules_were_verified():

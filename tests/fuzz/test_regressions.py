@@ -2,9 +2,7 @@
 
 Every test here states the correct (numpy, eager) behaviour and is marked
 ``xfail(strict=True)`` while the bug is open: when a fix lands the test starts passing, strict
-xfail turns that into a failure, and the marker comes off. The fuzzer steers around these bugs
-by default (tests/fuzz/programs.py, `Gen.avoid_known_bugs`); once one is fixed, drop the
-matching steering rule so the fuzzer covers that ground again.
+xfail turns that into a failure, and the marker comes off.
 
 Bugs found (suspected cause in each open test's reason; fixed ones stay as plain tests):
  1. fixed: setitem/assign through a view of a lazy (unrealized) tensor was lost
@@ -28,6 +26,10 @@ Bugs found (suspected cause in each open test's reason; fixed ones stay as plain
 14. fixed: a sum of a product whose factors are all broadcast along a reduced axis lost it
 15. fixed: an assign through a reshape that merges reordered (flipped or permuted) axes failed
     at realize time with KernelCompileError (now stored element for element, like a padded view)
+16. open: a view of a lazy tensor, realized because it read a buffer's state that another
+    realize superseded, got its own buffer instead of viewing its parent's: later writes
+    through the parent or the view missed the other, and a store through such a view (the
+    assign target itself) was lost
 """
 
 from __future__ import annotations
@@ -363,7 +365,7 @@ def test_fuzz_program_jit_two_equal_outputs():
     check_jit(Program(
         inputs=(((), "float32"), ((), "float32"), ((), "float32")), variables=((-1, 5),),
         steps=(("unary", "relu", 0), ("unary", "relu", 0)),
-        final_order=(0, 1, 2, 3, 4)), 5, avoid_known_bugs=False)
+        final_order=(0, 1, 2, 3, 4)), 5)
 
 
 # 11 ------------------------------------------------------------------------------------------
@@ -486,3 +488,64 @@ def test_fuzz_program_setitem_through_a_reshape_of_a_flipped_view():
         steps=(("view_assign", 0, (Ellipsis, slice(None, None, -1)), 0, False, False),
                ("move", "reshape", 3, (12,), 0), ("setitem", 4, (), 0, False, False)),
         final_order=(0, 1, 2, 3, 4)), 0)
+
+
+# 16 ------------------------------------------------------------------------------------------
+
+TAKEN_ALONG = ("callify.realize maps the tensors it is asked for to their `_root` (a lazy view to "
+               "the lazy tensor it views) before `_closure`, but not the lazy tensors `_closure` "
+               "adds because they read a state this realize supersedes: a lazy view added there "
+               "is realized as an output of its own (`_build_sink` gives it a buffer holding a "
+               "copy) and loses its `_parent`, so it no longer aliases its parent's buffer; when "
+               "that view is an assign's target (assign realizes it first), the store goes into "
+               "the copy")
+
+
+@bug(TAKEN_ALONG)
+def test_view_of_a_lazy_tensor_taken_along_by_a_realize_sees_a_later_assign():
+    x = Tensor(f32(1, 2))
+    y = x + 1
+    x.assign(Tensor(f32(0, 0)))
+    v = y[0:1]
+    x.realize()  # y and v read x's old state: realized along with it
+    y.assign(Tensor(f32(7, 7)))
+    np.testing.assert_array_equal(v.numpy(), f32(7))
+
+
+@bug(TAKEN_ALONG)
+def test_write_through_a_view_taken_along_by_a_realize_reaches_its_tensor():
+    x = Tensor(f32(1, 2))
+    y = x + 1
+    x.assign(Tensor(f32(0, 0)))
+    v = y[0:1]
+    x.realize()
+    v.assign(Tensor(f32(9)))
+    np.testing.assert_array_equal(y.numpy(), f32(9, 3))
+
+
+@bug(TAKEN_ALONG)
+def test_setitem_into_a_tensor_reading_a_buffer_before_and_after_an_assign():
+    x = Tensor(f32(1, 2))
+    y = x + 1
+    x.assign(Tensor(f32(0, 0)))
+    z = y + x  # reads x before and after the assign: the target view z[0] is taken along
+    z[0] = 5.0
+    np.testing.assert_array_equal(z.numpy(), f32(5, 3))
+
+
+@bug(TAKEN_ALONG)
+def test_fuzz_program_assign_into_a_computed_tensor_after_its_view_was_taken_along():
+    check_plain(Program(
+        inputs=(((2,), "int32"), ((1,), "float32")), variables=(),
+        steps=(("unary", "relu", 0), ("assign_scalar", 0, 0),
+               ("move", "shrink", 2, ((0, 1),), 0), ("check", 0), ("assign_scalar", 2, 0)),
+        final_order=(0, 1, 2, 3)), 0)
+
+
+@bug(TAKEN_ALONG)
+def test_fuzz_program_jit_view_assign_into_a_tensor_reading_old_and_new_state():
+    check_jit(Program(
+        inputs=(((1,), "float32"), ((), "float32")), variables=(),
+        steps=(("move", "reshape", 1, (-1,), 0), ("unary", "relu", 2), ("assign_scalar", 1, 0),
+               ("binary", "add", 3, 1), ("view_assign", 4, (Ellipsis, 0), 1, True, False)),
+        final_order=(0, 1, 2, 3, 4, 5)), 5)
