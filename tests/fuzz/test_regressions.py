@@ -30,6 +30,8 @@ Bugs found (suspected cause in each open test's reason; fixed ones stay as plain
     realize superseded, got its own buffer instead of viewing its parent's: later writes
     through the parent or the view missed the other, and a store through such a view (the
     assign target itself) was lost
+17. fixed: kernelize rule 6 realized a value of variables only (no device), shared by many
+    kernels: its buffer had no device and the run failed with DeviceError
 """
 
 from __future__ import annotations
@@ -544,3 +546,25 @@ def test_fuzz_program_jit_view_assign_into_a_tensor_reading_old_and_new_state():
         steps=(("move", "reshape", 1, (-1,), 0), ("unary", "relu", 2), ("assign_scalar", 1, 0),
                ("binary", "add", 3, 1), ("view_assign", 4, (Ellipsis, 0), 1, True, False)),
         final_order=(0, 1, 2, 3, 4, 5)), 5)
+
+
+# 17 ------------------------------------------------------------------------------------------
+
+DEVICELESS = ("kernelize rule 6 realized CAST(DEFINE_VAR), a value with no device, shared by "
+              "many kernels; memory planning then made an arena on device None")
+
+
+def test_fuzz_program_variable_value_shared_by_many_kernels():
+    check_plain(
+        Program(inputs=(((1,), 'float32'), ((1, 1, 1), 'float32'), ((1, 1), 'float32')),
+        variables=((0, 0),), steps=(('realize', (0,)), ('var', 'add', 1, 0, True),
+        ('scalar', 'max', 2, 0.5, False), ('view_assign', 0, (), 2, False, False),
+        ('scalar', 'max', 3, 0.5, False), ('shard', 6, 0), ('move', 'permute', 2, (0, 1),
+        0), ('binary', 'div', 3, 4), ('assign_scalar', 3, -3), ('setitem', 6, (), 2, True,
+        True), ('reduce', 'max', 2, -2, False), ('shard', 8, 1), ('check', 3), ('binary',
+        'add', 1, 4), ('var', 'add', 9, 0, True), ('unary', 'tanh', 10), ('m_binary', 'div',
+        11, ('m', 11)), ('unary', 'tanh', 14), ('unary', 'relu', 1), ('binary', 'add', 10,
+        17), ('unary', 'relu', 0), ('where', 3, 18, 17), ('cat', 6, 18, -1), ('cat', 19, 0,
+        0), ('unary', 'abs', 16), ('unary', 'relu', 2), ('shard', 20, 0), ('unary', 'abs',
+        20), ('cat', 1, 1, 0)), final_order=(4, 1, 2, 3, 0, 5, 6, 13, 26, 19, 10, 27, 20,
+        21, 25, 16, 17, 14, 18, 24, 12, 22, 7, 9, 23, 8, 15, 11)), 27)

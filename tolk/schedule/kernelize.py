@@ -14,10 +14,10 @@ Fusion rules. A node gets its own buffer (is *realized*, ending a kernel) when i
    reduction must be finished before any element of the broadcast can be computed;
 5. a REDUCE_AXIS that would otherwise be part of two or more kernels: a reduction is never
    computed twice;
-6. an elementwise value that would be part of two or more kernels and is the third level of
-   recomputed values nested in each other (each used by more kernels than the one that holds
-   it), so that chains such as a residual stream are not recomputed from their start in
-   every kernel that reads them;
+6. an elementwise value on a device that would be part of two or more kernels and is the
+   third level of recomputed values nested in each other (each used by more kernels than the
+   one that holds it), so that chains such as a residual stream are not recomputed from their
+   start in every kernel that reads them;
 7. the source of a GATHER that is not already a whole buffer (it is read at data-dependent
    places);
 8. the value of an assign that reads the buffer being written other than element for element
@@ -164,7 +164,8 @@ class _Kernelizer:
                 if len(kernels) >= 2 and n.op is Ops.REDUCE_AXIS:
                     self.realized[n] = None
                     kernels, nest, changed = {n}, {}, True
-                elif len(kernels) >= 2 and n.op in _ELEMENTWISE:
+                elif len(kernels) >= 2 and n.op in _ELEMENTWISE and device_of(n) is not None:
+                    # (a value of variables and constants only has no device: recomputed)
                     level = 1 + max((d for k, d in nest.items() if k < len(kernels)), default=0)
                     if level >= MAX_NESTED_RECOMPUTE:
                         self.realized[n] = None
