@@ -133,6 +133,14 @@ def _cached(u: UOp, name: str, infer) -> object:
     cache = u._cache
     if cache is not None and name in cache:
         return cache[name]
+    for s in u.src:
+        if s._cache is None or name not in s._cache:
+            break
+    else:  # a new node over known sources, as a tensor op builds it: no walk
+        if cache is None:
+            cache = u._cache = {}
+        cache[name] = value = infer(u)
+        return value
     for n in u.toposort(enter=lambda n: n._cache is None or name not in n._cache):
         if n._cache is None:
             n._cache = {}
@@ -143,7 +151,21 @@ def _cached(u: UOp, name: str, infer) -> object:
 
 def shape_of(u: UOp) -> Shape:
     """The shape of a tensor-graph node (cached; computed without recursion)."""
-    return _cached(u, "shape", _infer)
+    return _cached(u, "shape", _infer_noting_device)
+
+
+def _infer_noting_device(n: UOp) -> Shape:
+    """`_infer`, caching the node's device too when it is at hand: the node's own, or its first
+    source's when cached (the first source with a device has it). A tensor gets its shape when
+    it is built, so a chain of ops knows its device without the walk of `device_of`."""
+    own = _OWN_DEVICE.get(n.op)
+    if own is not None:
+        n._cache["device"] = own(n)
+    elif n.src:
+        first = n.src[0]._cache
+        if first is not None and first.get("device") is not None:
+            n._cache["device"] = first["device"]
+    return _infer(n)
 
 
 def numel(u: UOp) -> int:
