@@ -507,29 +507,32 @@ def program_key(nodes: list[UOp]) -> tuple[ProgramKey, list[UOp], list[UOp]]:
     entries: list[tuple] = []
     bufs: list[UOp] = []
     binds: list[UOp] = []
-    for n in nodes:  # the hot loop of a cache hit: unary and binary sources spelled out
+    # the hot loop of a cache hit: names bound to locals, sources of one and two spelled out
+    add_entry, buffer_op, bind_op = entries.append, Ops.BUFFER, Ops.BIND
+    for n in nodes:
         src = n.src
         if not src:
-            if n.op is Ops.BUFFER:
+            if n.op is buffer_op:
                 r: object = (n.dtype, len(bufs), n.arg[1], n.arg[2])
                 bufs.append(n)
             else:
                 r = n
-        elif n.op is Ops.BIND:
+        elif n.op is bind_op:
             r = src[0]
             binds.append(n)
         else:
-            if len(src) == 1:
-                refs = (ref[src[0]],)
-            elif len(src) == 2:
+            k = len(src)
+            if k == 2:
                 refs = (ref[src[0]], ref[src[1]])
+            elif k == 1:
+                refs = (ref[src[0]],)
             else:
                 refs = tuple([ref[s] for s in src])
             if refs == src:
                 r = n
             else:
                 r = len(entries)
-                entries.append((n.op, n.dtype, n.arg_key, refs))
+                add_entry((n.op, n.dtype, n.arg_key, refs))
         ref[n] = r
     return ProgramKey((tuple(entries), ref[nodes[-1]])), bufs, binds
 
