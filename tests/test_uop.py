@@ -24,7 +24,7 @@ from tolk.uop import (
     import_graph,
     intern_table_size,
 )
-from tolk.uop.shape import device_of
+from tolk.uop.shape import device_of, shape_of
 
 F32 = dtypes.float32
 DEEP = 100_000
@@ -70,6 +70,21 @@ def test_a_device_is_a_nodes_own_or_that_of_its_first_source_with_one():
     assert device_of(UOp(Ops.COPY, F32, (a,), "CPU:3")) == "CPU:3"
     shared = UOp(Ops.ADD, F32, (scalar, scalar))  # None, met twice: searched once
     assert device_of(UOp(Ops.WHERE, F32, (shared, shared, UOp(Ops.EXP, F32, (b,))))) == "CPU:2"
+
+
+def test_a_node_given_its_shape_first_has_the_same_device():
+    scalar = UOp.const(F32, 3.0)
+    builders = [lambda a, b: UOp(Ops.ADD, F32, (a, b)), lambda a, b: UOp(Ops.ADD, F32, (b, a)),
+                lambda a, b: UOp(Ops.MUL, F32, (scalar, UOp(Ops.NEG, F32, (b,)))),
+                lambda a, b: UOp(Ops.COPY, F32, (UOp(Ops.EXP, F32, (a,)),), "CPU:3")]
+    for build in builders:
+        devices = []
+        for shape_first in (True, False):
+            g = build(UOp.buffer(F32, 4, "CPU:1"), UOp.buffer(F32, 4, "CPU:2"))
+            if shape_first:
+                shape_of(g)
+            devices.append(device_of(g))
+        assert devices[0] == devices[1] is not None
 
 
 def test_intern_table_does_not_keep_dead_graphs_alive():
