@@ -550,28 +550,60 @@ def program_body(root: UOp, bufs: list[UOp], binds: list[UOp]) -> UOp:
     return root.substitute(mapping)
 
 
+@dataclass(frozen=True)
+class _Template:
+    """A program's LINEAR over PARAMs, with what binding it to buffers must replace.
+
+    Invariant: `params` are the PARAM args, `fresh` the internal BUFFERs (negative slot) among
+    the args and their sources, and `rebuilt` the args and sources with a PARAM or a fresh
+    BUFFER below them (SLICE of an arena, MSTACK, MSELECT), sources before the nodes above.
+    """
+
+    linear: UOp
+    params: tuple[UOp, ...]
+    fresh: tuple[UOp, ...]
+    rebuilt: tuple[UOp, ...]
+
+
+def _template(linear: UOp) -> _Template:
+    args = {a: None for c in linear.src for a in c.src[1:]}
+    params, fresh, rebuilt = [], [], []
+    replaced: set[UOp] = set()
+    for n in UOp.sink(*args).toposort():
+        if n.op is Ops.PARAM:
+            params.append(n)
+        elif n.op is Ops.BUFFER and n.arg[0] < 0:
+            fresh.append(n)
+        elif n.op is not Ops.SINK and any(s in replaced for s in n.src):
+            rebuilt.append(n)
+        else:
+            continue
+        replaced.add(n)
+    return _Template(linear, tuple(params), tuple(fresh), tuple(rebuilt))
+
+
 @dataclass
 class _Program:
     """A cached schedule of a tensor graph, bound anew to each realize's buffers.
 
-    Invariant: the args of the calls of `resolved` (flattened, unplanned) and of `planned`
-    (memory-planned, made on first use) are PARAMs whose slot indexes the graph's buffers,
-    BINDs, BUFFERs, SLICEs or MSTACK/MSELECTs of those; internal BUFFERs (negative slot)
-    stand for the fresh ones each bind makes. `used` names the variables the kernels read,
-    `binds` are the BIND args of the calls. `key` is the program's cache key.
+    Invariant: the calls of `resolved` (flattened, unplanned) and of `planned` (memory-planned,
+    made on first use) take PARAMs whose slot indexes the graph's buffers, BINDs, BUFFERs,
+    SLICEs, MSTACKs and MSELECTs; internal BUFFERs stand for the fresh ones each bind makes.
+    `used` names the variables the kernels read, `binds` are the BIND args of the calls.
+    `key` is the program's cache key.
     """
 
     key: ProgramKey
-    resolved: UOp
+    resolved: _Template
     used: frozenset[str]
     binds: tuple[UOp, ...]
-    planned: UOp | None = None
+    planned: _Template | None = None
 
-    def template(self, plan: bool) -> UOp:
+    def template(self, plan: bool) -> _Template:
         if not plan:
             return self.resolved
         if self.planned is None:  # no buffer is held: the PARAMs are not plannable
-            self.planned = memory_plan_rewrite(self.resolved, (), enabled=True)
+            self.planned = _template(memory_plan_rewrite(self.resolved.linear, (), enabled=True))
         return self.planned
 
 
@@ -590,39 +622,22 @@ def _new_program(key: ProgramKey, body: UOp, params: tuple[UOp, ...]) -> _Progra
             if a.op is Ops.BIND:
                 used.add(a.src[0].arg[0])
                 binds.append(a)
-    return _Program(key, UOp(Ops.LINEAR, src=tuple(calls)), frozenset(used), tuple(binds))
+    resolved = _template(UOp(Ops.LINEAR, src=tuple(calls)))
+    return _Program(key, resolved, frozenset(used), tuple(binds))
 
 
-def _bind(template: UOp, bufs: list[UOp]) -> UOp:
-    """`template` with ``PARAM(i)`` -> ``bufs[i]`` and each internal BUFFER -> a fresh one,
+def _bind(t: _Template, bufs: list[UOp]) -> UOp:
+    """`t`'s LINEAR with ``PARAM(i)`` -> ``bufs[i]`` and each internal BUFFER -> a fresh one,
     also inside SLICE, MSTACK and MSELECT args; kernel ASTs untouched."""
-    bound: dict[UOp, UOp] = {}
-    for c in template.src:
-        for a in c.src[1:]:
-            if a in bound:
-                continue
-            todo = [a]  # an arg's sources are bound before the arg (SLICE of an arena, ...)
-            while todo:
-                x = todo[-1]
-                op = x.op
-                if x in bound:  # pushed twice: a source shared within the arg
-                    pass
-                elif op is Ops.PARAM:
-                    bound[x] = bufs[x.arg[0]]
-                elif op is Ops.BUFFER:
-                    bound[x] = UOp.internal_buffer(x.dtype, x.size, x.device) if x.arg[0] < 0 else x
-                elif not x.src or op is Ops.BIND:
-                    bound[x] = x
-                else:
-                    missing = [s for s in x.src if s not in bound]
-                    if missing:
-                        todo.extend(missing)
-                        continue
-                    bound[x] = x.replace(src=tuple(bound[s] for s in x.src))
-                todo.pop()
-    get = bound.__getitem__
-    return UOp(Ops.LINEAR, src=tuple(
-        UOp(Ops.CALL, c.dtype, (c.src[0], *map(get, c.src[1:])), c.arg) for c in template.src))
+    bound = {p: bufs[p.arg[0]] for p in t.params}
+    for b in t.fresh:
+        bound[b] = UOp.internal_buffer(b.dtype, b.arg[2], b.arg[1])
+    get = bound.get
+    for x in t.rebuilt:
+        bound[x] = UOp(x.op, x.dtype, tuple([get(s, s) for s in x.src]), x.arg)
+    call = Ops.CALL
+    return UOp(Ops.LINEAR, src=tuple([UOp(call, c.dtype, (c.src[0], *[get(a, a) for a in c.src[1:]]),
+                                          c.arg) for c in t.linear.src]))
 
 
 def create_linear_for_sink(sink: UOp, nodes: list[UOp] | None = None) -> tuple[UOp, dict[str, int]]:
