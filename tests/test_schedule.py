@@ -15,12 +15,15 @@ from tolk.engine.realize import capturing
 from tolk.helpers import Context
 from tolk.schedule import (
     ScheduleError,
+    create_linear_for_sink,
     create_linear_with_vars,
     create_schedule,
     fresh_internal_buffer_slot,
     linear_stats,
     lower_sink_to_linear,
     memory_plan_rewrite,
+    program_body,
+    program_key,
     schedule_cache_clear,
     schedule_cache_info,
 )
@@ -482,3 +485,138 @@ def test_planned_live_buffers_never_overlap(data):
             same_arena = va.src[0] is vb.src[0]
             bytes_meet = va.arg[0] < vb.arg[0] + vb.arg[1] and vb.arg[0] < va.arg[0] + va.arg[1]
             assert not (live and same_arena and bytes_meet), (a, b)
+
+
+# --- program_key and create_linear_for_sink ---------------------------------------------------
+
+
+def add(a: UOp, b: UOp) -> UOp:
+    return UOp(Ops.ADD, a.dtype, (a, b))
+
+
+def key_of(root: UOp):
+    return program_key(root.toposort())[0]
+
+
+def test_program_key_is_the_same_for_the_same_computation_on_other_buffers():
+    c = UOp.const(F32, 2.0)
+    assert key_of(UOp.sink(add(add(buf(1), buf(2)), c))) == key_of(UOp.sink(add(add(buf(7), buf(8)), c)))
+    assert key_of(UOp.sink(add(buf(1), buf(1)))) == key_of(UOp.sink(add(buf(9), buf(9))))
+
+
+def test_program_key_tells_one_buffer_read_twice_from_two_buffers():
+    assert key_of(UOp.sink(add(buf(1), buf(1)))) != key_of(UOp.sink(add(buf(1), buf(2))))
+    same, other = add(add(buf(1), buf(2)), buf(1)), add(add(buf(1), buf(2)), buf(3))
+    assert key_of(UOp.sink(same)) != key_of(UOp.sink(other))
+
+
+def test_program_key_tells_apart_buffers_of_another_dtype_size_or_device():
+    base = key_of(UOp.sink(add(buf(1), buf(2))))
+    for b in (buf(3, dtype=dtypes.float64), buf(3, size=32), buf(3, device="CPU:1")):
+        assert key_of(UOp.sink(add(buf(1), b))) != base
+
+
+def test_program_key_keeps_the_variable_and_drops_its_value():
+    n, m = var("n"), var("m")
+    k2 = key_of(UOp.sink(add(buf(1), bind(n, 2))))
+    assert k2 == key_of(UOp.sink(add(buf(5), bind(n, 7))))
+    assert k2 != key_of(UOp.sink(add(buf(1), bind(m, 2))))
+
+
+def test_program_key_tells_apart_args_python_calls_equal():
+    for a, b in ((0.0, -0.0), (1, 1.0), (1, True)):
+        x = UOp(Ops.RESHAPE, F32, (buf(1),), a)
+        y = UOp(Ops.RESHAPE, F32, (buf(1),), b)
+        assert key_of(UOp.sink(x)) != key_of(UOp.sink(y))
+
+
+def test_program_key_lists_buffers_and_binds_in_toposort_order():
+    n = var("n")
+    b1, b2, bn = buf(4), buf(2), bind(n, 3)
+    root = UOp.sink(add(b1, bn), add(b2, b1))
+    _, bufs, binds = program_key(root.toposort())
+    assert bufs == [b1, b2] and binds == [bn]
+
+
+def test_program_key_of_a_very_deep_graph_needs_no_recursion():
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        x, one = buf(1), UOp.const(F32, 1.0)
+        for _ in range(100_000):
+            x = add(x, one)
+        key, bufs, _ = program_key(UOp.sink(x).toposort())
+        assert bufs == [buf(1)] and len(key.parts[0]) == 100_001
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+@st.composite
+def renamed_graphs(draw):
+    """A random graph over buffers 0..3 and binds of two variables, and the same recipe over
+    other buffers (a renaming that may merge two buffers into one) and other bound values."""
+    leaves = draw(st.lists(st.integers(0, 5), min_size=1, max_size=6))
+    ops = draw(st.lists(st.tuples(st.sampled_from([Ops.ADD, Ops.MUL]), st.integers(0, 20),
+                                  st.integers(0, 20)), min_size=1, max_size=8))
+    rename = draw(st.lists(st.integers(10, 13), min_size=4, max_size=4))
+    values = draw(st.lists(st.integers(0, 9), min_size=4, max_size=4))
+    n, m = var("n"), var("m")
+
+    def build(slots, vals):
+        pool = [buf(slots[i]) if i < 4 else bind((n, m)[i - 4], vals[i - 4]) for i in leaves]
+        for op, i, j in ops:
+            pool.append(UOp(op, F32, (pool[i % len(pool)], pool[j % len(pool)])))
+        return UOp.sink(*pool[-2:])
+
+    return build(range(4), values[:2]), build(rename, values[2:]), len(set(rename)) == 4
+
+
+@settings(max_examples=200, deadline=None)
+@given(renamed_graphs())
+def test_equal_program_keys_mean_one_body_and_renamed_buffers_keep_the_key(graphs):
+    g, h, one_to_one = graphs
+    (kg, bg, vg), (kh, bh, vh) = program_key(g.toposort()), program_key(h.toposort())
+    if kg == kh:
+        assert program_body(g, bg, vg) is program_body(h, bh, vh)
+    if one_to_one:
+        assert kg == kh
+
+
+def test_a_cache_hit_gives_the_schedule_of_a_miss_on_the_new_buffers():
+    from tolk.tensor import Tensor
+
+    def program():
+        x, w = Tensor.empty(4, 8), Tensor.empty(8, 8)
+        return ((x @ w).softmax(-1) + x.sum(1, keepdim=True)).layernorm()
+
+    schedule_cache_clear()
+    miss = program().schedule_linear()
+    hit = program().schedule_linear()
+    assert schedule_cache_info().hits == 1
+    with Context(SCACHE=0):
+        uncached = program().schedule_linear()
+    for lin in (hit, uncached):
+        assert [c.src[0] for c in lin.src] == [c.src[0] for c in miss.src]
+        assert [[a.arg if a.op is Ops.SLICE else a.op for a in c.src[1:]] for c in lin.src] == \
+            [[a.arg if a.op is Ops.SLICE else a.op for a in c.src[1:]] for c in miss.src]
+    args_of_hit, args_of_miss = ({a for c in lin.src for a in c.src[1:]} for lin in (hit, miss))
+    assert not args_of_hit & args_of_miss  # new buffers, a fresh arena
+
+
+def test_create_linear_for_sink_matches_create_linear_with_vars_on_the_body():
+    n = var("n")
+    x, y = buf(60), buf(61)
+    sink = UOp.sink(after(y, kernel("k", y, x, ast_src=(bind(n, 3),))), write(x, "w", x))
+    _, bufs, binds = program_key(sink.toposort())
+    call = UOp(Ops.CALL, dtypes.void, (program_body(sink, bufs, binds), *bufs, *binds))
+    for scache in (0, 1):
+        with Context(SCACHE=scache, NO_MEMORY_PLANNER=1):
+            schedule_cache_clear()
+            want = create_linear_with_vars(call, identity_pass)
+            schedule_cache_clear()
+            with pytest.MonkeyPatch.context() as mp:
+                import tolk.schedule as sched
+
+                mp.setattr(sched, "_default_kernel_graph", identity_pass)
+                got = [create_linear_for_sink(sink) for _ in range(2)]  # a miss, then a hit
+        assert got == [want, want] and want[1] == {"n": 3} and names(want[0]) == ["k", "w"]

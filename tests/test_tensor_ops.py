@@ -1735,6 +1735,27 @@ def test_a_cached_elementwise_program_on_new_data_gives_the_new_answer():
     assert schedule_cache_info().hits == hits + 1
 
 
+def test_one_buffer_read_twice_and_two_buffers_do_not_share_a_cached_schedule():
+    a = np.arange(6, dtype=np.float32)
+    x = Tensor(a)
+    assert_matches((x * 2 + x).numpy(), a * 3)
+    misses = schedule_cache_info().misses
+    assert_matches((x * 2 + Tensor(a + 1)).numpy(), a * 3 + 1)
+    assert schedule_cache_info().misses == misses + 1
+    y = Tensor(a - 1)
+    hits = schedule_cache_info().hits
+    assert_matches((y * 2 + y).numpy(), (a - 1) * 3)
+    assert schedule_cache_info().hits == hits + 1
+
+
+def test_programs_differing_only_in_a_constant_do_not_share_a_cached_schedule():
+    a = np.arange(1, 7, dtype=np.float32)
+    for c, want in ((0.0, a * 0.0), (-0.0, a * -0.0), (2.0, a * 2)):
+        got = (Tensor(a) * c).numpy()
+        assert_matches(got, want)
+        assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
 # =============================================================================================
 # errors at op build time
 

@@ -24,6 +24,7 @@ from tolk.uop import (
     import_graph,
     intern_table_size,
 )
+from tolk.uop.shape import device_of, shape_of
 
 F32 = dtypes.float32
 DEEP = 100_000
@@ -50,6 +51,40 @@ def test_equal_fields_give_the_same_object():
     assert UOp(Ops.ADD, F32, (a, a)) is UOp(Ops.ADD, F32, [a, a])
     assert UOp(Ops.ADD, F32, (a, a)) is not UOp(Ops.ADD, dtypes.float64, (a, a))
     assert UOp.const(F32, 1.0).replace(arg=2.0) is UOp.const(F32, 2.0)
+
+
+def test_arg_keys_tell_apart_args_python_calls_equal():
+    pairs = [(0.0, -0.0), (1, 1.0), (1, True), ((1, 2), (1.0, 2)), (Ops.ADD, int(Ops.ADD))]
+    for a, b in pairs:
+        x, y = UOp.const(F32, a), UOp.const(F32, b)
+        assert x is not y and x.arg_key != y.arg_key
+    assert UOp.const(F32, (1, 2)).arg_key == UOp.const(F32, (1, 2)).arg_key
+
+
+def test_a_device_is_a_nodes_own_or_that_of_its_first_source_with_one():
+    a, b = UOp.buffer(F32, 4, "CPU:1"), UOp.buffer(F32, 4, "CPU:2")
+    scalar = UOp.const(F32, 2.0)
+    assert device_of(scalar) is None
+    assert device_of(UOp(Ops.MUL, F32, (UOp(Ops.NEG, F32, (scalar,)), b))) == "CPU:2"
+    assert device_of(UOp(Ops.ADD, F32, (a, b))) == "CPU:1"
+    assert device_of(UOp(Ops.COPY, F32, (a,), "CPU:3")) == "CPU:3"
+    shared = UOp(Ops.ADD, F32, (scalar, scalar))  # None, met twice: searched once
+    assert device_of(UOp(Ops.WHERE, F32, (shared, shared, UOp(Ops.EXP, F32, (b,))))) == "CPU:2"
+
+
+def test_a_node_given_its_shape_first_has_the_same_device():
+    scalar = UOp.const(F32, 3.0)
+    builders = [lambda a, b: UOp(Ops.ADD, F32, (a, b)), lambda a, b: UOp(Ops.ADD, F32, (b, a)),
+                lambda a, b: UOp(Ops.MUL, F32, (scalar, UOp(Ops.NEG, F32, (b,)))),
+                lambda a, b: UOp(Ops.COPY, F32, (UOp(Ops.EXP, F32, (a,)),), "CPU:3")]
+    for build in builders:
+        devices = []
+        for shape_first in (True, False):
+            g = build(UOp.buffer(F32, 4, "CPU:1"), UOp.buffer(F32, 4, "CPU:2"))
+            if shape_first:
+                shape_of(g)
+            devices.append(device_of(g))
+        assert devices[0] == devices[1] is not None
 
 
 def test_intern_table_does_not_keep_dead_graphs_alive():
@@ -167,6 +202,7 @@ def test_deep_chain_survives_every_walk():
         x = chain(DEEP, base)
         assert len(x.toposort()) == DEEP + 2
         assert len(x.key) == 20
+        assert device_of(x) == "CPU"
         other = UOp.buffer(F32, 4)
         y = x.substitute({base: other})
         assert y is not x and y.toposort()[0] is other

@@ -4,7 +4,8 @@
 (an output buffer for each computed tensor, the pending assigns of the others), turns every
 concrete BUFFER into a PARAM (the body is then the same for the same computation on other
 data, so it hits the schedule cache), schedules ``CALL(body, *buffers, *binds)`` with
-`create_linear_with_vars`, runs the planned LINEAR, and points the tensors at their buffers.
+`create_linear_for_sink` (cached by the sink's structure: a hit builds no body), runs the
+planned LINEAR, and points the tensors at their buffers.
 
 Buffer states. A buffer's contents over time are a chain of states: its BUFFER, then one
 ``AFTER(previous, STORE(view, value))`` per pending assign. A view of x reads x's newest
@@ -32,7 +33,7 @@ from tolk.engine.realize import run_linear
 from tolk.errors import CycleError, DeviceError, ShapeError
 from tolk.helpers import prod
 from tolk.runtime.device import typed_view
-from tolk.schedule import create_linear_with_vars
+from tolk.schedule import create_linear_for_sink
 from tolk.tensor import IdentityWeakSet, Tensor, _base_and_chain, _lazy, _views
 from tolk.uop.ops import GroupOp, Ops, UOp
 from tolk.uop.shape import max_numel, shape_syms
@@ -232,14 +233,10 @@ def _copy_old_states(sink: UOp) -> UOp:
 def _schedule(sink: UOp):
     """``(planned LINEAR, var_vals)`` for a tensor-level SINK over concrete buffers."""
     nodes = sink.toposort()
-    bufs = [n for n in nodes if n.op is Ops.BUFFER]
-    params = {b: UOp(Ops.PARAM, b.dtype, (), (i, b.arg[1], b.arg[2])) for i, b in enumerate(bufs)}
-    binds = [n for n in nodes if n.op is Ops.BIND]
-    # the body keeps the variable, the call carries its value: one schedule for all values
-    body = sink.substitute({**params, **{b: b.src[0] for b in binds}})
-    call = UOp(Ops.CALL, dtypes.void, (body, *bufs, *binds))
     start = time.perf_counter()
-    linear, var_vals = create_linear_with_vars(call)
+    # scheduled as CALL(body, *buffers, *binds), the body over PARAMs and variables: one
+    # cached schedule for the same computation on other data and other variable values
+    linear, var_vals = create_linear_for_sink(sink, nodes)
     for hook in schedule_hooks:
         hook(linear, var_vals, time.perf_counter() - start)
     return linear, var_vals

@@ -8,6 +8,10 @@
        var_vals                           the binds that scheduled kernels actually read
        capture, or memory_plan_rewrite    internal BUFFERs -> SLICEs of per-device arenas
 
+    create_linear_for_sink(sink)          a realize: the same, for the body of a SINK over
+                                          concrete buffers, cached whole by program_key; a
+                                          hit binds the cached planned LINEAR to the buffers
+
 This module is the Python implementation of the `tolk.schedule` API reference
 (spec/tolk-schedule.txt); every public function documents its part of that contract.
 """
@@ -20,15 +24,18 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from tolk.dtype import dtypes
 from tolk.errors import CycleError, ScheduleError
-from tolk.helpers import CAPTURING, DEBUG, SCACHE
+from tolk.helpers import CAPTURING, DEBUG, NO_MEMORY_PLANNER, SCACHE
 from tolk.schedule.memory import LinearStats, linear_stats, memory_plan_rewrite
 from tolk.uop.ops import GroupOp, KernelInfo, Ops, UOp, fresh_internal_buffer_slot
 
 __all__ = [
     "fresh_internal_buffer_slot", "create_schedule", "lower_sink_to_linear",
     "memory_plan_rewrite", "create_linear_with_vars", "schedule_cache_clear",
-    "schedule_cache_info", "ScheduleCacheInfo", "linear_stats", "LinearStats", "ScheduleError",
+    "schedule_cache_info", "ScheduleCacheInfo", "create_linear_for_sink", "program_key",
+    "ProgramKey", "program_body", "program_params", "linear_stats", "LinearStats",
+    "ScheduleError",
 ]
 
 # Nodes a kernel argument may be wrapped in; they change how a buffer is viewed, not which.
@@ -252,6 +259,8 @@ SCHEDULE_CACHE_SIZE = 4096  # schedules kept; the least recently used one goes f
 # keys, alive: the next realize of the same program rebuilds the same (interned) nodes and
 # finds their keys already computed.
 _cache: OrderedDict[tuple[bytes, object], tuple[UOp, UOp]] = OrderedDict()
+# the same for whole programs (`create_linear_for_sink`): program_key -> bindable schedule
+_programs: OrderedDict[ProgramKey, _Program] = OrderedDict()
 _cache_lock = threading.Lock()
 _cache_counts = [0, 0]  # hits, misses
 
@@ -260,12 +269,13 @@ def schedule_cache_clear() -> None:
     """Drop every cached schedule and reset the hit/miss counters."""
     with _cache_lock:
         _cache.clear()
+        _programs.clear()
         _cache_counts[:] = [0, 0]
 
 
 def schedule_cache_info() -> ScheduleCacheInfo:
     with _cache_lock:
-        return ScheduleCacheInfo(_cache_counts[0], _cache_counts[1], len(_cache))
+        return ScheduleCacheInfo(_cache_counts[0], _cache_counts[1], len(_cache) + len(_programs))
 
 
 def _default_kernel_graph(sink: UOp) -> UOp:
@@ -442,14 +452,229 @@ def create_linear_with_vars(
         return UOp(Ops.LINEAR, src=()), var_vals
     held = [a for a in top_args if a.op is Ops.BUFFER]
     planned = memory_plan_rewrite(linear, held)
+    _check_and_report(planned, held, start, _cache_counts[0] > before)
+    return planned, var_vals
+
+
+def _check_and_report(planned: UOp, held: list[UOp], start: float, hit: bool) -> None:
+    """Under DEBUG: verify the planned schedule (>= 3) and print a line about it (>= 1)."""
     if DEBUG.value >= 3:  # prove the planned schedule valid before anything runs it
         from tolk.schedule.verify import verify_linear
 
         verify_linear(planned, held)
     if DEBUG.value >= 1:
-        hit = "cache hit" if _cache_counts[0] > before else "cache miss"
         st = linear_stats(planned)
-        print(f"schedule: {len(calls):5d} kernels in {(time.perf_counter() - start) * 1e3:8.2f} ms"
-              f" | {hit} | memory {st.unplanned_bytes / 1e6:.2f} MB -> {st.arena_total / 1e6:.2f} MB"
+        print(f"schedule: {len(planned.src):5d} kernels in "
+              f"{(time.perf_counter() - start) * 1e3:8.2f} ms | cache {'hit' if hit else 'miss'}"
+              f" | memory {st.unplanned_bytes / 1e6:.2f} MB -> {st.arena_total / 1e6:.2f} MB"
               f" (floor {st.floor_bytes / 1e6:.2f} MB)")
+
+
+# ---------------------------------------------------------------------------------------------
+# programs: a tensor graph over concrete buffers, cached by its structure
+
+
+class ProgramKey:
+    """A `program_key`: its parts, with their hash taken once (the parts are one tuple entry
+    per node, and a dict would hash them all again on every lookup)."""
+
+    __slots__ = ("_hash", "parts")
+
+    def __init__(self, parts: tuple) -> None:
+        self.parts = parts
+        self._hash = hash(parts)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is ProgramKey and self._hash == other._hash
+                and self.parts == other.parts)
+
+
+def program_key(nodes: list[UOp]) -> tuple[ProgramKey, list[UOp], list[UOp]]:
+    """``(key, buffers, binds)`` of a tensor graph given children first (``root.toposort()``).
+
+    `buffers` are the graph's BUFFERs and `binds` its BINDs, in `nodes` order. The key
+    describes the graph with the i-th buffer standing for ``PARAM(i)`` of its dtype, device
+    and size and every BIND for its variable: two graphs have equal keys only if
+    `program_body` gives them one body, so the same computation on other buffers or at
+    other values of its variables has the key of the first, while one buffer read twice and
+    two buffers read once each do not. One pass over `nodes`, building no node: a subgraph
+    with no BUFFER or BIND below it is interned, so its root stands for the whole of it.
+    """
+    ref: dict[UOp, object] = {}  # node -> its part of the key: a node, a buffer tuple, an index
+    entries: list[tuple] = []
+    bufs: list[UOp] = []
+    binds: list[UOp] = []
+    # the hot loop of a cache hit: names bound to locals, sources of one and two spelled out
+    add_entry, buffer_op, bind_op = entries.append, Ops.BUFFER, Ops.BIND
+    for n in nodes:
+        src = n.src
+        if not src:
+            if n.op is buffer_op:
+                r: object = (n.dtype, len(bufs), n.arg[1], n.arg[2])
+                bufs.append(n)
+            else:
+                r = n
+        elif n.op is bind_op:
+            r = src[0]
+            binds.append(n)
+        else:
+            k = len(src)
+            if k == 2:
+                refs = (ref[src[0]], ref[src[1]])
+            elif k == 1:
+                refs = (ref[src[0]],)
+            else:
+                refs = tuple([ref[s] for s in src])
+            if refs == src:
+                r = n
+            else:
+                r = len(entries)
+                add_entry((n.op, n.dtype, n.arg_key, refs))
+        ref[n] = r
+    return ProgramKey((tuple(entries), ref[nodes[-1]])), bufs, binds
+
+
+def program_params(bufs: list[UOp]) -> tuple[UOp, ...]:
+    """``PARAM(i)`` for each ``bufs[i]``: same dtype, device and size."""
+    return tuple(UOp.param(i, b.dtype, b.size, b.device) for i, b in enumerate(bufs))
+
+
+def program_body(root: UOp, bufs: list[UOp], binds: list[UOp]) -> UOp:
+    """`root` with ``bufs[i]`` replaced by ``PARAM(i)`` and every BIND by its variable: the
+    same node for every graph of one `program_key`."""
+    mapping: dict[UOp, UOp] = dict(zip(bufs, program_params(bufs)))
+    mapping.update((b, b.src[0]) for b in binds)
+    return root.substitute(mapping)
+
+
+@dataclass(frozen=True)
+class _Template:
+    """A program's LINEAR over PARAMs, with what binding it to buffers must replace.
+
+    Invariant: `params` are the PARAM args, `fresh` the internal BUFFERs (negative slot) among
+    the args and their sources, and `rebuilt` the args and sources with a PARAM or a fresh
+    BUFFER below them (SLICE of an arena, MSTACK, MSELECT), sources before the nodes above.
+    """
+
+    linear: UOp
+    params: tuple[UOp, ...]
+    fresh: tuple[UOp, ...]
+    rebuilt: tuple[UOp, ...]
+
+
+def _template(linear: UOp) -> _Template:
+    args = {a: None for c in linear.src for a in c.src[1:]}
+    params, fresh, rebuilt = [], [], []
+    replaced: set[UOp] = set()
+    for n in UOp.sink(*args).toposort():
+        if n.op is Ops.PARAM:
+            params.append(n)
+        elif n.op is Ops.BUFFER and n.arg[0] < 0:
+            fresh.append(n)
+        elif n.op is not Ops.SINK and any(s in replaced for s in n.src):
+            rebuilt.append(n)
+        else:
+            continue
+        replaced.add(n)
+    return _Template(linear, tuple(params), tuple(fresh), tuple(rebuilt))
+
+
+@dataclass
+class _Program:
+    """A cached schedule of a tensor graph, bound anew to each realize's buffers.
+
+    Invariant: the calls of `resolved` (flattened, unplanned) and of `planned` (memory-planned,
+    made on first use) take PARAMs whose slot indexes the graph's buffers, BINDs, BUFFERs,
+    SLICEs, MSTACKs and MSELECTs; internal BUFFERs stand for the fresh ones each bind makes.
+    `used` names the variables the kernels read, `binds` are the BIND args of the calls.
+    `key` is the program's cache key.
+    """
+
+    key: ProgramKey
+    resolved: _Template
+    used: frozenset[str]
+    binds: tuple[UOp, ...]
+    planned: _Template | None = None
+
+    def template(self, plan: bool) -> _Template:
+        if not plan:
+            return self.resolved
+        if self.planned is None:  # no buffer is held: the PARAMs are not plannable
+            self.planned = _template(memory_plan_rewrite(self.resolved.linear, (), enabled=True))
+        return self.planned
+
+
+def _new_program(key: ProgramKey, body: UOp, params: tuple[UOp, ...]) -> _Program:
+    """Lower `body` (uncached: the program is the cache entry) and resolve it over `params`."""
+    lowered = _lower_all(body, None, use_cache=False)
+    if lowered.op is not Ops.LINEAR:
+        raise ScheduleError(f"the schedule pipeline must give a LINEAR, got {lowered.short()}")
+    calls = _resolve(lowered, params)
+    used: set[str] = set()
+    binds: list[UOp] = []
+    for c in calls:
+        if c.src[0].op is Ops.SINK:
+            used |= _kernel_vars(c.src[0])
+        for a in c.src[1:]:
+            if a.op is Ops.BIND:
+                used.add(a.src[0].arg[0])
+                binds.append(a)
+    resolved = _template(UOp(Ops.LINEAR, src=tuple(calls)))
+    return _Program(key, resolved, frozenset(used), tuple(binds))
+
+
+def _bind(t: _Template, bufs: list[UOp]) -> UOp:
+    """`t`'s LINEAR with ``PARAM(i)`` -> ``bufs[i]`` and each internal BUFFER -> a fresh one,
+    also inside SLICE, MSTACK and MSELECT args; kernel ASTs untouched."""
+    bound = {p: bufs[p.arg[0]] for p in t.params}
+    for b in t.fresh:
+        bound[b] = UOp.internal_buffer(b.dtype, b.arg[2], b.arg[1])
+    get = bound.get
+    for x in t.rebuilt:
+        bound[x] = UOp(x.op, x.dtype, tuple([get(s, s) for s in x.src]), x.arg)
+    call = Ops.CALL
+    return UOp(Ops.LINEAR, src=tuple([UOp(call, c.dtype, (c.src[0], *[get(a, a) for a in c.src[1:]]),
+                                          c.arg) for c in t.linear.src]))
+
+
+def create_linear_for_sink(sink: UOp, nodes: list[UOp] | None = None) -> tuple[UOp, dict[str, int]]:
+    """``create_linear_with_vars(CALL(program_body(sink, ...), *buffers, *binds))``.
+
+    `sink` is a tensor-level SINK over concrete BUFFERs, `nodes` its toposort when the
+    caller has it. With SCACHE on, the schedule is cached by `program_key` (the structure
+    of `sink`, buffers by position, variables without their values), so a hit builds no
+    body and lowers nothing: the cached planned schedule is bound to this sink's buffers,
+    with fresh arenas and internal buffers. Same results as `create_linear_with_vars`
+    (kernels, order, offsets, var_vals), the same capture under CAPTURING, and the same
+    `ScheduleError`s.
+    """
+    start = time.perf_counter()
+    key, bufs, binds = program_key(sink.toposort() if nodes is None else nodes)
+    if not SCACHE.value:
+        body = program_body(sink, bufs, binds)
+        return create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (body, *bufs, *binds)))
+    with _cache_lock:
+        prog = _programs.get(key)
+        hit = prog is not None
+        _cache_counts[0 if hit else 1] += 1
+        if hit:  # by the stored key: found by identity, not compared part by part again
+            _programs.move_to_end(prog.key)
+    if prog is None:
+        prog = _new_program(key, program_body(sink, bufs, binds), program_params(bufs))
+        with _cache_lock:
+            prog = _programs.setdefault(key, prog)
+            while len(_programs) > SCHEDULE_CACHE_SIZE:
+                _programs.popitem(last=False)
+    var_vals = _collect_var_vals((*binds, *prog.binds), prog.used)
+
+    from tolk.engine.realize import capturing
+
+    if capturing and CAPTURING.value:
+        capturing[0].add_linear(_bind(prog.resolved, bufs), var_vals)
+        return UOp(Ops.LINEAR, src=()), var_vals
+    planned = _bind(prog.template(not NO_MEMORY_PLANNER.value), bufs)
+    _check_and_report(planned, bufs, start, hit)
     return planned, var_vals

@@ -267,19 +267,24 @@ def _canon(arg: Any) -> Any:
 class UOp:
     """An immutable, hash-consed IR node. Construct as ``UOp(op, dtype, src, arg)``.
 
+    ``arg_key`` is the arg as interning compares it: nodes of equal op, dtype and src are one
+    node exactly when their arg keys are equal (args alone are not: ``1 == 1.0 == True``).
+
     Invariant: for equal ``(op, dtype, src, arg)`` at most one live UOp exists.
     """
 
-    __slots__ = ("op", "dtype", "src", "arg", "_key", "_cache", "__weakref__")
+    __slots__ = ("op", "dtype", "src", "arg", "arg_key", "_key", "_cache", "__weakref__")
     op: Ops
     dtype: DType
     src: tuple[UOp, ...]
     arg: Any
+    arg_key: Any
 
     def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None):
         if type(src) is not tuple:
             src = tuple(src)
-        k = (op, dtype, src, arg if arg is None or type(arg) is int else _canon(arg))
+        arg_key = arg if arg is None or type(arg) is int else _canon(arg)
+        k = (op, dtype, src, arg_key)
         ref = _intern.get(k)
         if ref is not None:
             node = ref()
@@ -287,6 +292,7 @@ class UOp:
                 return node
         node = object.__new__(cls)
         node.op, node.dtype, node.src, node.arg = op, dtype, src, arg
+        node.arg_key = arg_key
         node._key = None
         node._cache = None
         with _intern_lock:  # two threads building one node must get one object
@@ -299,7 +305,7 @@ class UOp:
 
     def __del__(self) -> None:
         try:
-            k = (self.op, self.dtype, self.src, _canon(self.arg))
+            k = (self.op, self.dtype, self.src, self.arg_key)
             with _intern_lock:
                 ref = _intern.get(k)
                 if ref is not None and ref() in (None, self):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from tolk.helpers import prod
-from tolk.uop.ops import GroupOp, Ops, UOp, register_arg_type
+from tolk.uop.ops import Ops, UOp, register_arg_type
 
 
 @register_arg_type
@@ -133,6 +133,14 @@ def _cached(u: UOp, name: str, infer) -> object:
     cache = u._cache
     if cache is not None and name in cache:
         return cache[name]
+    for s in u.src:
+        if s._cache is None or name not in s._cache:
+            break
+    else:  # a new node over known sources, as a tensor op builds it: no walk
+        if cache is None:
+            cache = u._cache = {}
+        cache[name] = value = infer(u)
+        return value
     for n in u.toposort(enter=lambda n: n._cache is None or name not in n._cache):
         if n._cache is None:
             n._cache = {}
@@ -143,23 +151,69 @@ def _cached(u: UOp, name: str, infer) -> object:
 
 def shape_of(u: UOp) -> Shape:
     """The shape of a tensor-graph node (cached; computed without recursion)."""
-    return _cached(u, "shape", _infer)
+    return _cached(u, "shape", _infer_noting_device)
+
+
+def _infer_noting_device(n: UOp) -> Shape:
+    """`_infer`, caching the node's device too when it is at hand: the node's own, or its first
+    source's when cached (the first source with a device has it). A tensor gets its shape when
+    it is built, so a chain of ops knows its device without the walk of `device_of`."""
+    own = _OWN_DEVICE.get(n.op)
+    if own is not None:
+        n._cache["device"] = own(n)
+    elif n.src:
+        first = n.src[0]._cache
+        if first is not None and first.get("device") is not None:
+            n._cache["device"] = first["device"]
+    return _infer(n)
 
 
 def numel(u: UOp) -> int:
     return prod(shape_of(u))
 
 
-def _infer_device(n: UOp) -> str | None:
-    if n.op in GroupOp.Buffer:
-        return n.arg[1]
-    if n.op is Ops.COPY or n.op is Ops.DEVICE:
-        return n.arg
-    if n.op is Ops.SLICE:
-        return n.src[0].arg[1]
-    return next((d for s in n.src if (d := s._cache["device"]) is not None), None)
-
-
 def device_of(u: UOp) -> str | None:
-    """The device a tensor-graph node lives on; None for sourceless scalars."""
-    return _cached(u, "device", _infer_device)
+    """The device a tensor-graph node lives on: its own (BUFFER, PARAM, COPY, DEVICE, SLICE)
+    or else that of its first source that has one; None for sourceless scalars.
+
+    Depth first, sources left to right, stopping at the first device found (a graph whose
+    inputs all sit on one device is rarely walked far); remembered on the nodes searched.
+    """
+    path: list[UOp] = []  # nodes whose device is the first one found below them
+    frames: list = []  # iterators over the sources of `path` not tried yet
+    n: UOp | None = u
+    while n is not None:
+        cache = n._cache
+        if cache is not None and "device" in cache:
+            device = cache["device"]
+        elif n.op in _OWN_DEVICE:
+            device = _OWN_DEVICE[n.op](n)
+        elif n.src:
+            path.append(n)
+            frames.append(iter(n.src))
+            device = None
+        else:
+            device = None
+        if device is not None:
+            for p in path:
+                _remember_device(p, device)
+            return device
+        n = None
+        while frames and n is None:
+            n = next(frames[-1], None)
+            if n is None:  # no source of this node has a device
+                frames.pop()
+                _remember_device(path.pop(), None)
+    return None
+
+
+_OWN_DEVICE = {
+    Ops.BUFFER: lambda n: n.arg[1], Ops.PARAM: lambda n: n.arg[1], Ops.COPY: lambda n: n.arg,
+    Ops.DEVICE: lambda n: n.arg, Ops.SLICE: lambda n: n.src[0].arg[1],
+}
+
+
+def _remember_device(n: UOp, device: str | None) -> None:
+    if n._cache is None:
+        n._cache = {}
+    n._cache["device"] = device
