@@ -250,3 +250,15 @@ def test_every_elementwise_assign_in_a_chain_is_one_kernel():
             x.assign(x + 1)
         assert kernels(x) == 3
         np.testing.assert_array_equal(x.numpy(), np.full(shape, 3, np.float32))
+
+
+def test_the_sink_order_realize_builds_from_known_nodes_is_the_walk_order():
+    from tolk.callify import _build_sink, _sink_order
+    from tolk.uop.ops import UOp
+
+    a = Tensor(rnd(3, 4))
+    for t in (a + 1, (a * 2).sum(), a.T.exp(), a.reshape(12)[::2], a.max(1, keepdim=True) - a):
+        nodes = UOp.sink(t.uop).toposort()
+        srcs, _ = _build_sink([t], nodes)
+        sink = UOp.sink(*srcs)
+        assert _sink_order(sink, nodes) == sink.toposort()

@@ -70,6 +70,8 @@ class _Substitution:
     def __call__(self, u: UOp, keep_root: bool = False) -> UOp:
         """`u` substituted; with `keep_root`, `u` itself is rebuilt even if it is a key."""
         mapping, out = self.mapping, self.out
+        if not mapping:
+            return u
         if u in mapping and not keep_root:
             return mapping[u]
         if u in out:
@@ -230,9 +232,23 @@ def _copy_old_states(sink: UOp) -> UOp:
     return new[sink]
 
 
-def _schedule(sink: UOp):
+def _sink_order(sink: UOp, value_nodes: list[UOp] | None) -> list[UOp]:
+    """``sink.toposort()``; for one fresh output ``AFTER(buf, STORE(view, value))`` whose
+    value's toposort (`value_nodes`, ending in a SINK over the value) is known, built from it
+    without walking the value again (the same order the walk gives)."""
+    if value_nodes is not None and len(sink.src) == 1:
+        after = sink.src[0]
+        buf, store = after.src[0], after.src[1]
+        view, value = store.src
+        head = [buf] if view is buf else [buf, view] if view.src == (buf,) else None
+        if head is not None and value_nodes[-1].src == (value,):  # (buf is fresh: not in value)
+            return head + value_nodes[:-1] + [store, after, sink]
+    return sink.toposort()
+
+
+def _schedule(sink: UOp, value_nodes: list[UOp] | None = None):
     """``(planned LINEAR, var_vals)`` for a tensor-level SINK over concrete buffers."""
-    nodes = sink.toposort()
+    nodes = _sink_order(sink, value_nodes)
     start = time.perf_counter()
     # scheduled as CALL(body, *buffers, *binds), the body over PARAMs and variables: one
     # cached schedule for the same computation on other data and other variable values
@@ -262,7 +278,7 @@ def realize(tensors, run: bool = True):
         return (UOp(Ops.LINEAR, src=()), {}) if not run else None
     sink = UOp.sink(*srcs)
     try:
-        linear, var_vals = _schedule(sink)
+        linear, var_vals = _schedule(sink, nodes)
     except CycleError:
         linear, var_vals = _schedule(_copy_old_states(sink))
     if not run:
