@@ -34,7 +34,7 @@ from tolk.errors import CycleError, DeviceError, ShapeError
 from tolk.helpers import prod
 from tolk.runtime.device import typed_view
 from tolk.schedule import create_linear_for_sink
-from tolk.tensor import IdentityWeakSet, Tensor, _base_and_chain, _lazy, _views
+from tolk.tensor import IdentityWeakSet, Tensor, _base_and_chain, _lazy, _lazy_views, _views
 from tolk.uop.ops import GroupOp, Ops, UOp
 from tolk.uop.shape import max_numel, shape_syms
 
@@ -56,6 +56,7 @@ def _register_view(t: Tensor) -> None:
     base = _base_and_chain(t.uop)
     _views.setdefault(base, IdentityWeakSet()).add(t)
     _lazy.discard(t)
+    _lazy_views.discard(t)
     t._parent = None
 
 
@@ -294,7 +295,7 @@ def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
     out_ids = {id(t): view for t, _, view in outputs}
     rebase = []  # lazy views of an output: (tensor, output)
     if outputs:
-        for t in list(_lazy):
+        for t in _lazy_views:
             r = t
             while id(r) not in out_ids and (p := _parent_of(r)) is not None:
                 r = p

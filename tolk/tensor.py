@@ -78,6 +78,7 @@ class IdentityWeakSet:
 # realizing readers before an assign overwrites what they read).
 _views: weakref.WeakKeyDictionary[UOp, IdentityWeakSet] = weakref.WeakKeyDictionary()
 _lazy = IdentityWeakSet()
+_lazy_views = IdentityWeakSet()  # the lazy tensors with a `_parent` (views of lazy tensors)
 
 
 def _norm_axis(axis: int, ndim: int) -> int:
@@ -690,6 +691,7 @@ class Tensor:
         if self in _lazy:  # a view of a lazy tensor: remember the tensor it views (the first one)
             ref = self._parent
             out._parent = ref if ref is not None and ref() is not None else weakref.ref(self)
+            _lazy_views.add(out)
         return out
 
     def reshape(self, *shape) -> Tensor:
