@@ -93,3 +93,24 @@ def test_importing_uop_does_not_pull_in_the_runtime_or_tensor():
             "'tolk.engine'))])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_gc_paused_nests_and_restores_the_collector():
+    import gc
+
+    from tolk.helpers import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # a collector that was off stays off
+    finally:
+        gc.enable()

@@ -31,7 +31,7 @@ import numpy as np
 from tolk.dtype import bf16_to_f32, dtypes
 from tolk.engine.realize import run_linear
 from tolk.errors import CycleError, DeviceError, ShapeError
-from tolk.helpers import prod
+from tolk.helpers import gc_paused, prod
 from tolk.runtime.device import typed_view
 from tolk.schedule import create_linear_for_sink
 from tolk.tensor import IdentityWeakSet, Tensor, _base_and_chain, _lazy, _lazy_views, _views
@@ -253,7 +253,8 @@ def _schedule(sink: UOp, value_nodes: list[UOp] | None = None):
     start = time.perf_counter()
     # scheduled as CALL(body, *buffers, *binds), the body over PARAMs and variables: one
     # cached schedule for the same computation on other data and other variable values
-    linear, var_vals = create_linear_for_sink(sink, nodes)
+    with gc_paused():
+        linear, var_vals = create_linear_for_sink(sink, nodes)
     for hook in schedule_hooks:
         hook(linear, var_vals, time.perf_counter() - start)
     return linear, var_vals

@@ -10,6 +10,7 @@ passed inward; passes themselves never look at the environment.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import threading
 from collections.abc import Iterator
@@ -92,3 +93,28 @@ def prod(xs) -> int:
 def round_up(x: int, align: int) -> int:
     """`x` rounded up to a multiple of `align` (align ≥ 1)."""
     return (x + align - 1) // align * align
+
+
+_gc_lock = threading.Lock()
+_gc_paused = [0, False]  # [active pauses, whether the first pause turned the collector off]
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cycle collector for a block (nested and thread-safe).
+
+    Scheduling allocates many small acyclic objects (UOps, tuples, dicts); each full pass of
+    the cycle collector scans every live object, the whole graph included, so with it on the
+    time to schedule grows faster than the graph. Garbage made meanwhile is collected after."""
+    with _gc_lock:
+        if _gc_paused[0] == 0:
+            _gc_paused[1] = gc.isenabled()
+            gc.disable()
+        _gc_paused[0] += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_paused[0] -= 1
+            if _gc_paused[0] == 0 and _gc_paused[1]:
+                gc.enable()
