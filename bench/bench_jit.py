@@ -25,8 +25,8 @@ no work). Goal: tolk jit replay overhead under 10 µs per kernel. ``gc.collect()
 the collector off during each timed call; ``--clock process_time`` times CPU time instead of
 wall time (steadier on a loaded machine; everything here is single-threaded).
 
-Run: ``PYTHONPATH=. /work/tgvenv/bin/python bench/bench_jit.py`` (tinygrad columns) or
-``python bench/bench_jit.py`` (tolk only; tinygrad prints "not installed").
+Run: ``PYTHONPATH=. python bench/bench_jit.py``; the tinygrad columns need tinygrad 0.14.0 in
+that environment (``pip install '.[bench]'``), otherwise they print "not installed".
 """
 
 from __future__ import annotations

@@ -299,7 +299,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1000,10000,100000", help="buffer counts, comma separated")
     ap.add_argument("--sets", default=",".join(SETS), help="synthetic sets, comma separated")
-    ap.add_argument("--tinygrad-python", default="/work/tgvenv/bin/python")
+    ap.add_argument("--tinygrad-python", default=sys.executable,
+                    help="a Python that has tinygrad 0.14.0 installed (default: this one)")
     ap.add_argument(
         "--tinygrad-gpt",
         action="store_true",

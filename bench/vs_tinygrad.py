@@ -20,7 +20,7 @@ receives, same floor definition, alignment 256). all buffers: bytes of every dis
 planned schedule names (inputs, outputs, arenas, and buffers left out of the plan).
 Programs are in bench/vs_programs.py, memory helpers in bench/vs_memory.py.
 
-Run: ``PYTHONPATH=. /work/tgvenv/bin/python bench/vs_tinygrad.py [--json out.json]``
+Run: ``PYTHONPATH=. python bench/vs_tinygrad.py [--json out.json]``
 """
 
 from __future__ import annotations
