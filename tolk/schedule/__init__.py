@@ -434,16 +434,8 @@ def create_linear_with_vars(
     calls = _resolve(lowered, top_args)
     linear = UOp(Ops.LINEAR, src=tuple(calls))
 
-    used: set[str] = set()
-    binds = [a for a in top_args if a.op is Ops.BIND]
-    for c in calls:
-        if c.src[0].op is Ops.SINK:
-            used |= _kernel_vars(c.src[0])
-        for a in c.src[1:]:
-            if a.op is Ops.BIND:
-                used.add(a.src[0].arg[0])
-                binds.append(a)
-    var_vals = _collect_var_vals(binds, used)
+    used, call_binds = _variables_of(calls)
+    var_vals = _collect_var_vals([*(a for a in top_args if a.op is Ops.BIND), *call_binds], used)
 
     from tolk.engine.realize import capturing
 
@@ -454,6 +446,21 @@ def create_linear_with_vars(
     planned = memory_plan_rewrite(linear, held)
     _check_and_report(planned, held, start, _cache_counts[0] > before)
     return planned, var_vals
+
+
+def _variables_of(calls: list[UOp]) -> tuple[set[str], list[UOp]]:
+    """The names of the variables resolved `calls` read (in kernels or as BIND args), and
+    their BIND args in order."""
+    used: set[str] = set()
+    binds: list[UOp] = []
+    for c in calls:
+        if c.src[0].op is Ops.SINK:
+            used |= _kernel_vars(c.src[0])
+        for a in c.src[1:]:
+            if a.op is Ops.BIND:
+                used.add(a.src[0].arg[0])
+                binds.append(a)
+    return used, binds
 
 
 def _check_and_report(planned: UOp, held: list[UOp], start: float, hit: bool) -> None:
@@ -613,15 +620,7 @@ def _new_program(key: ProgramKey, body: UOp, params: tuple[UOp, ...]) -> _Progra
     if lowered.op is not Ops.LINEAR:
         raise ScheduleError(f"the schedule pipeline must give a LINEAR, got {lowered.short()}")
     calls = _resolve(lowered, params)
-    used: set[str] = set()
-    binds: list[UOp] = []
-    for c in calls:
-        if c.src[0].op is Ops.SINK:
-            used |= _kernel_vars(c.src[0])
-        for a in c.src[1:]:
-            if a.op is Ops.BIND:
-                used.add(a.src[0].arg[0])
-                binds.append(a)
+    used, binds = _variables_of(calls)
     resolved = _template(UOp(Ops.LINEAR, src=tuple(calls)))
     return _Program(key, resolved, frozenset(used), tuple(binds))
 
