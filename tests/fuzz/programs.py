@@ -815,14 +815,14 @@ class _Drawer:
                           and _small(_bcast(e.shape, c.shape, x.shape)))
         return ("where", i, j, self.pick(ks))
 
-    def s_reduce(self):
-        i = self.pick(self.tensors())
+    def s_reduce(self, kind: str = "reduce"):
+        i = self.pick(self.multis() if kind == "m_reduce" else self.tensors())
         e = self.m.pool[i]
         op = self.draw(st.sampled_from(("sum", "max", "min", "mean")))
         axis = _axis_arg(self.draw, len(e.shape))
         if op in ("max", "min") and not self.reducible(e.shape, axis):
             op = "sum"
-        return ("reduce", op, i, axis, self.draw(st.booleans()))
+        return (kind, op, i, axis, self.draw(st.booleans()))
 
     def reducible(self, shape, axis) -> bool:
         axes = range(len(shape)) if axis is None else ((axis,) if isinstance(axis, int) else axis)
@@ -959,13 +959,7 @@ class _Drawer:
         return ("m_binary", op, i, ("s", _scalar_for(self.draw, a.dtype)))
 
     def s_m_reduce(self):
-        i = self.pick(self.multis())
-        e = self.m.pool[i]
-        op = self.draw(st.sampled_from(("sum", "max", "min", "mean")))
-        axis = _axis_arg(self.draw, len(e.shape))
-        if op in ("max", "min") and not self.reducible(e.shape, axis):
-            op = "sum"
-        return ("m_reduce", op, i, axis, self.draw(st.booleans()))
+        return self.s_reduce("m_reduce")
 
     def s_gather(self):
         return ("gather", self.pick(self.multis()))
