@@ -20,6 +20,14 @@ import weakref
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+try:
+    from _weakref import _remove_dead_weakref
+except ImportError:  # not CPython: the same check in two steps
+    def _remove_dead_weakref(table: dict, key: Any) -> None:
+        ref = table.get(key)
+        if ref is not None and ref() is None:
+            del table[key]
+
 from tolk.dtype import DType, dtypes
 
 
@@ -225,7 +233,21 @@ def fresh_internal_buffer_slot() -> int:
 
 
 _intern: dict[tuple, weakref.ref] = {}
-_intern_lock = threading.RLock()  # re-entrant: a collection may run __del__ inside it
+_intern_lock = threading.Lock()  # only for replacing an entry whose node just died
+
+
+class _Ref(weakref.ref):
+    """A weak reference to an interned node that remembers the node's intern-table key."""
+
+    __slots__ = ("key",)
+
+
+def _drop(ref: _Ref, _remove=_remove_dead_weakref, _table=_intern) -> None:
+    """Called when an interned node dies: remove its entry unless a live node took the key.
+
+    `_remove_dead_weakref` deletes the entry only if it still holds a dead reference, in one
+    step, so it never removes the entry of a node another thread has just built."""
+    _remove(_table, ref.key)
 
 
 class _Tag:
@@ -295,23 +317,23 @@ class UOp:
         node.arg_key = arg_key
         node._key = None
         node._cache = None
-        with _intern_lock:  # two threads building one node must get one object
-            ref = _intern.get(k)
-            other = ref() if ref is not None else None
+        ref = _Ref(node, _drop)
+        ref.key = k
+        # insert-if-absent is one atomic dict operation: two threads building one node get one
+        # object; the loser's node is dropped (its callback finds a live entry and leaves it)
+        got = _intern.setdefault(k, ref)
+        if got is ref:
+            return node
+        other = got()
+        if other is not None:
+            return other
+        with _intern_lock:  # a dead entry whose callback has not run yet: replace it
+            got = _intern.get(k)
+            other = got() if got is not None else None
             if other is not None:
                 return other
-            _intern[k] = weakref.ref(node)
+            _intern[k] = ref
         return node
-
-    def __del__(self) -> None:
-        try:
-            k = (self.op, self.dtype, self.src, self.arg_key)
-            with _intern_lock:
-                ref = _intern.get(k)
-                if ref is not None and ref() in (None, self):
-                    del _intern[k]
-        except Exception:  # interpreter shutdown: module globals may already be gone
-            pass
 
     def __reduce__(self):
         raise TypeError("UOps are not pickled; use tolk.uop.export_graph")
