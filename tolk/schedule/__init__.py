@@ -166,33 +166,71 @@ def create_schedule(sched_sink: UOp) -> UOp:
     supersede: dict[UOp, list[tuple[UOp, list[UOp]]]] = {}  # state -> (AFTER, new writers)
     reads: list[tuple[UOp, UOp, list[UOp]]] = []  # (AFTER, kernel, states it reads)
     writers: dict[UOp, list[UOp]] = {}  # AFTER -> the kernels among its children
-
-    def kernels_of(after: UOp) -> list[UOp]:
-        if after not in writers:
-            writers[after] = _split_after(after)[0]
-        return writers[after]
-
-    for u in sched_sink.toposort(enter=_enter_kernel_graph):
-        if u.op is not Ops.AFTER:
-            continue
-        kernels, deps = _split_after(u)
-        writers[u] = kernels
-        prev = _unwrap(u.src[0])
-        prev_kernels = kernels_of(prev) if prev.op is Ops.AFTER else ()
-        supersede.setdefault(prev, []).append((u, [k for k in kernels if k not in prev_kernels]))
-        dep_states = [st for d in deps for st in _states(d)]
-        for k in kernels:
-            in_degree.setdefault(k, 0)
-            call = _kernel_call(k)
-            read = [st for a in call.src[1:] if a.op is not Ops.BIND for st in _states(a)]
-            reads.append((u, k, read))
-            ordering = dep_states + [st for x in k.src[1:] for st in _states(x)] \
-                if k.op is Ops.END else dep_states
-            for st in read + ordering:  # read-after-write
-                if st.op is Ops.AFTER:
-                    for t in kernels_of(st):
-                        children.setdefault(t, []).append(k)
-                        in_degree[k] += 1
+    bufs = _Buffers()
+    storage = bufs.memo  # AFTER -> its storage, filled as the walk meets plain state chains
+    AFTER, BIND, BUFFER, CALL, PARAM = Ops.AFTER, Ops.BIND, Ops.BUFFER, Ops.CALL, Ops.PARAM
+    LINEAR, SINK = Ops.LINEAR, Ops.SINK
+    # Every AFTER once, after everything it reaches: an iterative depth-first walk that does not
+    # enter kernel ASTs or LINEAR bodies (nothing under them is a state of this graph).
+    seen: set[UOp] = {sched_sink}
+    stack = [sched_sink]
+    frames = [iter(sched_sink.src)]
+    while frames:
+        for s in frames[-1]:
+            if s not in seen:
+                seen.add(s)
+                op = s.op
+                if s.src and op is not LINEAR and not (op is SINK and isinstance(s.arg, KernelInfo)):
+                    stack.append(s)
+                    frames.append(iter(s.src))
+                    break
+        else:
+            frames.pop()
+            u = stack.pop()
+            if u.op is not AFTER:
+                continue
+            src = u.src
+            if len(src) == 2 and src[1].op is CALL:  # the common case: one kernel, no deps
+                kernels, deps = [src[1]], None
+            else:
+                kernels, deps = _split_after(u)
+            writers[u] = kernels
+            prev = src[0]
+            if prev.op is not AFTER and prev.op is not BUFFER and prev.op is not PARAM:
+                prev = _unwrap(prev)
+            if prev.op is AFTER:
+                base = storage.get(prev)
+                if base is not None:
+                    storage[u] = base
+                prev_kernels = writers[prev]
+                new_writers = [k for k in kernels if k not in prev_kernels]
+            else:
+                if prev.op is BUFFER or prev.op is PARAM:
+                    storage[u] = prev
+                new_writers = kernels
+            supersede.setdefault(prev, []).append((u, new_writers))
+            dep_states = [st for d in deps for st in _states(d)] if deps else []
+            for k in kernels:
+                call = k if k.op is CALL else _kernel_call(k)
+                read: list[UOp] = []
+                for a in call.src[1:]:
+                    op = a.op
+                    if op is AFTER or op is BUFFER or op is PARAM:
+                        read.append(a)
+                    elif op is not BIND:
+                        read.extend(_states(a))
+                reads.append((u, k, read))
+                n = 0
+                for st in (read + dep_states + [st for x in k.src[1:] for st in _states(x)]
+                           if k.op is Ops.END else read + dep_states if dep_states else read):
+                    if st.op is AFTER:  # read-after-write
+                        for t in writers[st]:
+                            if t in children:
+                                children[t].append(k)
+                            else:
+                                children[t] = [k]
+                            n += 1
+                in_degree[k] = in_degree.get(k, 0) + n
     for u, k, read in reads:  # write-after-read
         for s in read:
             for a, new_writers in supersede.get(s, ()):
@@ -200,22 +238,33 @@ def create_schedule(sched_sink: UOp) -> UOp:
                     continue
                 for t in new_writers:
                     if t is not k:
-                        children.setdefault(k, []).append(t)
+                        if k in children:
+                            children[k].append(t)
+                        else:
+                            children[k] = [t]
                         in_degree[t] += 1
-    return UOp(Ops.LINEAR, src=tuple(_linearize(children, in_degree)))
+    return UOp(Ops.LINEAR, src=tuple(_linearize(children, in_degree, bufs)))
 
 
-def _linearize(children: dict[UOp, list[UOp]], in_degree: dict[UOp, int]) -> list[UOp]:
+def _linearize(children: dict[UOp, list[UOp]], in_degree: dict[UOp, int],
+               bufs: _Buffers) -> list[UOp]:
     """Kahn's algorithm, FIFO among ready kernels; emits the calls with buffer args unwrapped."""
-    bufs = _Buffers()
+    storage = bufs.memo
     queue = deque(k for k, d in in_degree.items() if d == 0)
     remaining = in_degree  # consumed in place
     out: list[UOp] = []
+    CALL, BIND, BUFFER, PARAM = Ops.CALL, Ops.BIND, Ops.BUFFER, Ops.PARAM
     while queue:
         k = queue.popleft()
-        call = _kernel_call(k)
-        args = tuple(a if a.op is Ops.BIND else bufs.of(a) for a in call.src[1:])
-        out.append(UOp(Ops.CALL, call.dtype, (call.src[0], *args), call.arg))
+        call = k if k.op is CALL else _kernel_call(k)
+        src = call.src
+        args = []
+        for a in src[1:]:
+            b = storage.get(a)
+            if b is None:
+                b = a if a.op is BUFFER or a.op is PARAM or a.op is BIND else bufs.of(a)
+            args.append(b)
+        out.append(UOp(CALL, call.dtype, (src[0], *args), call.arg))
         for c in children.get(k, ()):
             remaining[c] -= 1
             if remaining[c] == 0:
