@@ -23,6 +23,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from tolk.dtype import dtypes
 from tolk.errors import CycleError, ScheduleError
@@ -41,7 +42,8 @@ __all__ = [
 # Nodes a kernel argument may be wrapped in; they change how a buffer is viewed, not which.
 _WRAPPERS = GroupOp.Movement | {Ops.CAST, Ops.BITCAST}
 _STATE_OPS = frozenset({Ops.AFTER, Ops.BUFFER, Ops.PARAM})
-_ARG_OPS = _STATE_OPS | {Ops.MSELECT, Ops.MSTACK}
+_JOIN_OPS = frozenset({Ops.MSELECT, Ops.MSTACK})
+_ARG_OPS = _STATE_OPS | _JOIN_OPS
 
 
 def _is_kernel_ast(u: UOp) -> bool:
@@ -95,33 +97,27 @@ def _split_after(after: UOp) -> tuple[list[UOp], list[UOp]]:
     return kernels, deps
 
 
-class _Buffers:
-    """Memoized map from a buffer state (or join of states) to the storage it lives in."""
+def _storage(arg: UOp, info: dict[UOp, Any]) -> UOp:
+    """The storage a kernel argument lives in: BUFFER, PARAM, or MSTACK/MSELECT of them.
 
-    def __init__(self) -> None:
-        self.memo: dict[UOp, UOp] = {}
-
-    def of(self, s: UOp) -> UOp:
-        if s.op is Ops.BUFFER or s.op is Ops.PARAM:
-            return s
-        memo = self.memo
-        if s in memo:
-            return memo[s]
-        chain = []  # walk down AFTER chains iteratively: they can be very long
-        cur = _unwrap(s)
-        while cur.op is Ops.AFTER and cur not in memo:
-            chain.append(cur)
-            cur = _unwrap(cur.src[0])
-        if cur in memo:
-            base = memo[cur]
-        elif cur.op in (Ops.MSTACK, Ops.MSELECT):
-            base = cur.replace(src=tuple(self.of(x) for x in cur.src))
+    `info` holds the storage of every AFTER already met (see `create_schedule`); joins are
+    rebuilt over the storage of their parts, bottom up without recursion."""
+    s = _unwrap(arg)
+    if s.op is Ops.AFTER:
+        return info[s][1]
+    if s.op is not Ops.MSTACK and s.op is not Ops.MSELECT:
+        return s
+    out: dict[UOp, UOp] = {}
+    for n in s.toposort(enter=lambda n: n.op in _JOIN_OPS or n.op in _WRAPPERS):
+        if n.op in _JOIN_OPS:
+            out[n] = n.replace(src=tuple(out[x] for x in n.src))
+        elif n.op in _WRAPPERS:
+            out[n] = out[n.src[0]]
+        elif n.op is Ops.AFTER:
+            out[n] = info[n][1]
         else:
-            base = cur
-        for c in chain:
-            memo[c] = base
-        memo[s] = base
-        return base
+            out[n] = _unwrap(n)  # a state, or an argument of the wrong kind: raises
+    return out[s]
 
 
 def describe_kernel(k: UOp) -> str:
@@ -161,29 +157,31 @@ def create_schedule(sched_sink: UOp) -> UOp:
     wrong kind and for a dependency cycle, naming the node at fault.
     """
     create_schedule_calls[0] += 1
-    children: dict[UOp, list[UOp]] = {}
-    in_degree: dict[UOp, int] = {}
-    supersede: dict[UOp, list[tuple[UOp, list[UOp]]]] = {}  # state -> (AFTER, new writers)
-    reads: list[tuple[UOp, UOp, list[UOp]]] = []  # (AFTER, kernel, states it reads)
-    writers: dict[UOp, list[UOp]] = {}  # AFTER -> the kernels among its children
-    bufs = _Buffers()
-    storage = bufs.memo  # AFTER -> its storage, filled as the walk meets plain state chains
     AFTER, BIND, BUFFER, CALL, PARAM = Ops.AFTER, Ops.BIND, Ops.BUFFER, Ops.CALL, Ops.PARAM
     LINEAR, SINK = Ops.LINEAR, Ops.SINK
+    # Scratch, one entry per node the walk enters: a kernel's number (first come, first
+    # numbered), an AFTER's [writer numbers, storage, supersessions of it], None otherwise.
+    # Kernels are numbered so their edges live in lists: dense and in walk order.
+    info: dict[UOp, Any] = {sched_sink: None}
+    kernels: list[UOp] = []  # by number
+    in_degree: list[int] = []
+    children: list[list[int] | None] = []
+    supersede: dict[UOp, list] = {}  # the supersessions of states that are not AFTERs
+    reads: list[tuple[UOp, int, list[UOp]]] = []  # (AFTER, kernel number, states it reads)
     # Every AFTER once, after everything it reaches: an iterative depth-first walk that does not
     # enter kernel ASTs or LINEAR bodies (nothing under them is a state of this graph).
-    seen: set[UOp] = {sched_sink}
     stack = [sched_sink]
     frames = [iter(sched_sink.src)]
     while frames:
         for s in frames[-1]:
-            if s not in seen:
-                seen.add(s)
+            if s.src and s not in info:
                 op = s.op
-                if s.src and op is not LINEAR and not (op is SINK and isinstance(s.arg, KernelInfo)):
-                    stack.append(s)
-                    frames.append(iter(s.src))
-                    break
+                if op is LINEAR or op is SINK and isinstance(s.arg, KernelInfo):
+                    continue
+                info[s] = None
+                stack.append(s)
+                frames.append(iter(s.src))
+                break
         else:
             frames.pop()
             u = stack.pop()
@@ -191,26 +189,37 @@ def create_schedule(sched_sink: UOp) -> UOp:
                 continue
             src = u.src
             if len(src) == 2 and src[1].op is CALL:  # the common case: one kernel, no deps
-                kernels, deps = [src[1]], None
+                ks, deps = (src[1],), None
             else:
-                kernels, deps = _split_after(u)
-            writers[u] = kernels
+                ks, deps = _split_after(u)
+            nums = []
+            for k in ks:
+                i = info.get(k)
+                if i is None:
+                    i = info[k] = len(kernels)
+                    kernels.append(k)
+                    in_degree.append(0)
+                    children.append(None)
+                nums.append(i)
+            # the state this AFTER supersedes, and which of its kernels are new writers
             prev = src[0]
             if prev.op is not AFTER and prev.op is not BUFFER and prev.op is not PARAM:
                 prev = _unwrap(prev)
             if prev.op is AFTER:
-                base = storage.get(prev)
-                if base is not None:
-                    storage[u] = base
-                prev_kernels = writers[prev]
-                new_writers = [k for k in kernels if k not in prev_kernels]
+                prev_info = info[prev]
+                prev_nums = prev_info[0]
+                new_writers = [i for i in nums if i not in prev_nums]
+                if prev_info[2] is None:
+                    prev_info[2] = [(u, new_writers)]
+                else:
+                    prev_info[2].append((u, new_writers))
+                info[u] = [nums, prev_info[1], None]
             else:
-                if prev.op is BUFFER or prev.op is PARAM:
-                    storage[u] = prev
-                new_writers = kernels
-            supersede.setdefault(prev, []).append((u, new_writers))
-            dep_states = [st for d in deps for st in _states(d)] if deps else []
-            for k in kernels:
+                supersede.setdefault(prev, []).append((u, nums))
+                info[u] = [nums, prev if prev.op is BUFFER or prev.op is PARAM
+                           else _storage(prev, info), None]
+            dep_states = [st for d in deps for st in _states(d)] if deps else None
+            for k, i in zip(ks, nums):
                 call = k if k.op is CALL else _kernel_call(k)
                 read: list[UOp] = []
                 for a in call.src[1:]:
@@ -219,71 +228,85 @@ def create_schedule(sched_sink: UOp) -> UOp:
                         read.append(a)
                     elif op is not BIND:
                         read.extend(_states(a))
-                reads.append((u, k, read))
+                reads.append((u, i, read))
+                after = read
+                if dep_states:
+                    after = read + dep_states
+                if k.op is not CALL:  # END: its extra sources are ordering too
+                    after = after + [st for x in k.src[1:] for st in _states(x)]
                 n = 0
-                for st in (read + dep_states + [st for x in k.src[1:] for st in _states(x)]
-                           if k.op is Ops.END else read + dep_states if dep_states else read):
+                for st in after:
                     if st.op is AFTER:  # read-after-write
-                        for t in writers[st]:
-                            if t in children:
-                                children[t].append(k)
+                        for t in info[st][0]:
+                            c = children[t]
+                            if c is None:
+                                children[t] = [i]
                             else:
-                                children[t] = [k]
+                                c.append(i)
                             n += 1
-                in_degree[k] = in_degree.get(k, 0) + n
-    for u, k, read in reads:  # write-after-read
+                in_degree[i] += n
+    for u, i, read in reads:  # write-after-read
         for s in read:
-            for a, new_writers in supersede.get(s, ()):
+            sup = info[s][2] if s.op is AFTER else supersede.get(s)
+            if not sup:
+                continue
+            for a, new_writers in sup:
                 if a is u:
                     continue
                 for t in new_writers:
-                    if t is not k:
-                        if k in children:
-                            children[k].append(t)
+                    if t != i:
+                        c = children[i]
+                        if c is None:
+                            children[i] = [t]
                         else:
-                            children[k] = [t]
+                            c.append(t)
                         in_degree[t] += 1
-    return UOp(Ops.LINEAR, src=tuple(_linearize(children, in_degree, bufs)))
+    return UOp(Ops.LINEAR, src=tuple(_linearize(kernels, children, in_degree, info)))
 
 
-def _linearize(children: dict[UOp, list[UOp]], in_degree: dict[UOp, int],
-               bufs: _Buffers) -> list[UOp]:
+def _linearize(kernels: list[UOp], children: list[list[int] | None], in_degree: list[int],
+               info: dict[UOp, Any]) -> list[UOp]:
     """Kahn's algorithm, FIFO among ready kernels; emits the calls with buffer args unwrapped."""
-    storage = bufs.memo
-    queue = deque(k for k, d in in_degree.items() if d == 0)
+    queue = deque(i for i, d in enumerate(in_degree) if d == 0)
     remaining = in_degree  # consumed in place
     out: list[UOp] = []
-    CALL, BIND, BUFFER, PARAM = Ops.CALL, Ops.BIND, Ops.BUFFER, Ops.PARAM
+    AFTER, BIND, BUFFER, CALL, PARAM = Ops.AFTER, Ops.BIND, Ops.BUFFER, Ops.CALL, Ops.PARAM
     while queue:
-        k = queue.popleft()
+        i = queue.popleft()
+        k = kernels[i]
         call = k if k.op is CALL else _kernel_call(k)
         src = call.src
         args = []
         for a in src[1:]:
-            b = storage.get(a)
-            if b is None:
-                b = a if a.op is BUFFER or a.op is PARAM or a.op is BIND else bufs.of(a)
-            args.append(b)
+            op = a.op
+            if op is AFTER:
+                args.append(info[a][1])
+            elif op is BUFFER or op is PARAM or op is BIND:
+                args.append(a)
+            else:
+                args.append(_storage(a, info))
         out.append(UOp(CALL, call.dtype, (src[0], *args), call.arg))
-        for c in children.get(k, ()):
-            remaining[c] -= 1
-            if remaining[c] == 0:
-                queue.append(c)
-    if len(out) < len(in_degree):
-        k = _on_cycle(children, remaining)
+        c = children[i]
+        if c is not None:
+            for j in c:
+                remaining[j] -= 1
+                if remaining[j] == 0:
+                    queue.append(j)
+    if len(out) < len(kernels):
+        k = kernels[_on_cycle(children, remaining)]
         raise CycleError(f"dependency cycle in the kernel graph through {describe_kernel(k)}")
     return out
 
 
-def _on_cycle(children: dict[UOp, list[UOp]], remaining: dict[UOp, int]) -> UOp:
+def _on_cycle(children: list[list[int] | None], remaining: list[int]) -> int:
     """A kernel on a cycle: follow unscheduled parents back until one repeats."""
-    parents: dict[UOp, UOp] = {}
-    for p, cs in children.items():
-        if remaining[p] > 0:
+    parents: dict[int, int] = {}
+    for p, cs in enumerate(children):
+        if remaining[p] > 0 and cs is not None:
             for c in cs:
                 parents.setdefault(c, p)
-    k = next(k for k, d in remaining.items() if d > 0)
-    seen: set[UOp] = set()
+    k = next(k for k, d in enumerate(remaining) if d > 0)
+    seen: set[int] = set()
     while k not in seen:
         seen.add(k)
         k = parents[k]
