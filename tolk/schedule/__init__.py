@@ -215,7 +215,11 @@ def create_schedule(sched_sink: UOp) -> UOp:
                     prev_info[2].append((u, new_writers))
                 info[u] = [nums, prev_info[1], None]
             else:
-                supersede.setdefault(prev, []).append((u, nums))
+                sup = supersede.get(prev)
+                if sup is None:
+                    supersede[prev] = [(u, nums)]
+                else:
+                    sup.append((u, nums))
                 info[u] = [nums, prev if prev.op is BUFFER or prev.op is PARAM
                            else _storage(prev, info), None]
             dep_states = [st for d in deps for st in _states(d)] if deps else None
