@@ -42,6 +42,7 @@ from tensor_strategies import (
 from tolk.helpers import Context
 from tolk.schedule import schedule_cache_info
 from tolk.tensor import Tensor
+from tolk.uop import Ops
 
 F32 = np.dtype(np.float32)
 
@@ -850,6 +851,27 @@ def test_reshape_matches_numpy_including_minus_one(case, dt, data):
         return
     assert_matches(Tensor(a).reshape(dst).numpy(), want)
     assert_matches(Tensor(a).reshape(*dst).numpy(), want)
+
+
+def test_a_reshape_of_a_reshape_is_one_node_and_matches_numpy():
+    a = np.arange(24, dtype=np.float32)
+    for base, want in ((Tensor(a), a), (Tensor(a) * 2, a * 2)):  # views of a buffer, of a computation
+        x = base.reshape(2, 12)
+        y = x.reshape(4, 3, 2)
+        assert y.uop.op is Ops.RESHAPE and y.uop.src[0] is base.uop
+        assert_matches(y.numpy(), want.reshape(4, 3, 2))
+        assert_matches(x.numpy(), want.reshape(2, 12))
+
+
+def test_a_reshape_of_a_computed_reshape_keeps_it_and_its_views_linked():
+    a = np.arange(12, dtype=np.float32)
+    z = (Tensor(a) + 1).reshape(3, 4)  # the tensor it views is gone: z is a computation of its own
+    v = z.reshape(2, 6)
+    assert v.uop.src[0] is z.uop  # not folded: v stays a view of z
+    v.realize()  # realizing the view computes the tensor it views, which the view then reads
+    assert all(n.op is not Ops.ADD for n in z.uop.toposort())
+    assert_matches(v.numpy(), (a + 1).reshape(2, 6))
+    assert_matches(z.numpy(), (a + 1).reshape(3, 4))
 
 
 def test_reshape_with_two_minus_ones_raises():

@@ -708,7 +708,19 @@ class Tensor:
             shape = tuple(old_n // new_n if d == -1 else d for d in shape)
         elif new_n != old_n:
             raise ShapeError(f"cannot reshape {self.shape} ({old_n} elements) into {shape} ({new_n})")
-        return self if shape == self.shape else self._mov(Ops.RESHAPE, shape)
+        if shape == self.shape:
+            return self
+        u = self.uop
+        if u.op is Ops.RESHAPE and len(u.src) == 1 and shape_of(u.src[0]) != shape \
+                and (self not in _lazy or self._parent is not None and self._parent() is not None):
+            # a reshape of a reshape is one reshape of the first one's source; not when `self`
+            # is a computed tensor of its own (its views must keep passing through its node)
+            out = Tensor(UOp(Ops.RESHAPE, self.dtype, u.src, shape))
+            if self in _lazy:
+                out._parent = self._parent
+                _lazy_views.add(out)
+            return out
+        return self._mov(Ops.RESHAPE, shape)
 
     view = reshape
 
@@ -1032,7 +1044,7 @@ class Tensor:
         xs = win.reshape(n, groups, 1, cin_g, kh, oh, kw, ow)
         ws = weight.reshape(1, groups, cout // groups, cin_g, kh, 1, kw, 1)
         # weight first: its free axis leads the matrix product, so the result comes out NCHW
-        out = (ws * xs).sum((3, 4, 6)).reshape(n, cout, oh, ow)
+        out = (ws * xs).sum((3, 4, 6), keepdim=True).reshape(n, cout, oh, ow)
         return out + bias.reshape(1, cout, 1, 1) if bias is not None else out
 
     def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0) -> Tensor:

@@ -415,12 +415,26 @@ class UOp:
         """
         order: dict[UOp, None] = {}
         nodes = [self]
-        frames = [iter(self.src if enter is None or enter(self) else ())]
+        if enter is None:  # the common, ungated walk: leaves are listed without a frame
+            frames = [iter(self.src)]
+            while frames:
+                for s in frames[-1]:
+                    if s not in order:
+                        if s.src:
+                            nodes.append(s)
+                            frames.append(iter(s.src))
+                            break
+                        order[s] = None
+                else:
+                    frames.pop()
+                    order[nodes.pop()] = None
+            return list(order)
+        frames = [iter(self.src if enter(self) else ())]
         while frames:
             for s in frames[-1]:  # resume this node's sources where we left off
                 if s not in order:
                     nodes.append(s)
-                    frames.append(iter(s.src if enter is None or enter(s) else ()))
+                    frames.append(iter(s.src if enter(s) else ()))
                     break
             else:
                 frames.pop()
