@@ -7,7 +7,10 @@ Only scheduling is timed: graph construction (the tensor ops) is outside the tim
   create_linear_with_vars: get_kernel_graph, create_schedule, memory_plan_rewrite), the part
   of ``Tensor.realize`` before ``run_linear``; no kernel is compiled or executed.
 
-first: the first cold run of the program in this process (tinygrad keeps functools caches of
+Each library, program and size is measured in a fresh Python process (``--in-process``: all in
+this one), after a warm-up of that library's imports and tables: one library's heap, caches and
+interned graphs never weigh on the other's numbers, nor earlier programs on later ones.
+first: the first cold run of the program in its process (tinygrad keeps functools caches of
 UOps beyond its schedule cache, so its later cold runs are faster). cold: schedule caches
 cleared (tolk ``schedule_cache_clear()``, tinygrad ``tinygrad.schedule.schedule_cache.clear()``),
 fresh graph. cached: a fresh identical graph
@@ -89,29 +92,64 @@ def _runs(build, clear, repeats):
 # one program at one size
 
 
-def measure(name, fn, n, repeats):
-    row = {"program": name, "n": n}
-    args = () if n is None else (n,)
-    libs = [("tolk", TolkTensor, tks.schedule_cache_clear, tolk_memory, tolk_total)]
+def _libs():
+    """{library: (Tensor class, clear its schedule cache, memory, total bytes)}, those present."""
+    libs = {"tolk": (TolkTensor, tks.schedule_cache_clear, tolk_memory, tolk_total)}
     if TgTensor is not None:
-        libs.append(("tinygrad", TgTensor, tgs.schedule_cache.clear, tg_memory, tg_total))
-    for lib, T, clear, memory, total in libs:
-        build = lambda T=T: fn(T, *args)  # noqa: E731
-        colds, lin = _runs(build, clear, repeats)
-        cacheds, lin2 = _runs(build, None, repeats)
-        cold, cached = statistics.median(colds), statistics.median(cacheds)
-        kernels, total_bytes = len(lin.src), total(lin)
-        if len(lin2.src) != kernels:
-            raise RuntimeError(f"{lib} {name} {n}: cached schedule has {len(lin2.src)} kernels, "
-                               f"cold has {kernels}")
-        del lin, lin2
-        arena, floor = memory(build)
-        row[lib] = {"kernels": kernels, "first_s": colds[0], "cold_s": cold, "cached_s": cached,
-                    "cold_runs_s": colds, "cached_runs_s": cacheds,
-                    "ms_per_kernel": cold * 1e3 / max(kernels, 1), "hit_over_miss": cached / cold,
-                    "arena_bytes": arena, "floor_bytes": floor, "total_bytes": total_bytes,
-                    "arena_over_floor": arena / floor if floor else 1.0}
-        gc.collect()
+        libs["tinygrad"] = (TgTensor, tgs.schedule_cache.clear, tg_memory, tg_total)
+    return libs
+
+
+def _program(name):
+    return P.CHAINS.get(name) or P.MODELS[name]
+
+
+def measure_lib(lib, name, n, repeats):
+    """One library on one program at one size (n None: a model): its cells of the row."""
+    T, clear, memory, total = _libs()[lib]
+    fn, args = _program(name), (() if n is None else (n,))
+    build = lambda: fn(T, *args)  # noqa: E731
+    colds, lin = _runs(build, clear, repeats)
+    cacheds, lin2 = _runs(build, None, repeats)
+    cold, cached = statistics.median(colds), statistics.median(cacheds)
+    kernels, total_bytes = len(lin.src), total(lin)
+    if len(lin2.src) != kernels:
+        raise RuntimeError(f"{lib} {name} {n}: cached schedule has {len(lin2.src)} kernels, "
+                           f"cold has {kernels}")
+    del lin, lin2
+    arena, floor = memory(build)
+    return {"kernels": kernels, "first_s": colds[0], "cold_s": cold, "cached_s": cached,
+            "cold_runs_s": colds, "cached_runs_s": cacheds,
+            "ms_per_kernel": cold * 1e3 / max(kernels, 1), "hit_over_miss": cached / cold,
+            "arena_bytes": arena, "floor_bytes": floor, "total_bytes": total_bytes,
+            "arena_over_floor": arena / floor if floor else 1.0}
+
+
+def _warm_up(lib):
+    """Imports and pattern tables of `lib` made ready, outside every measurement."""
+    T, clear, _, _ = _libs()[lib]
+    P.softmax_chain(T, 2).schedule_linear()
+    clear()
+
+
+def _in_worker(lib, name, n, repeats):
+    """`measure_lib` in a fresh Python process: neither library's heap, caches and interned
+    graphs from earlier programs (its own or the other library's) weigh on this one."""
+    cmd = [sys.executable, __file__, "--worker", lib, name, str(n or 0), str(repeats)]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{lib} {name} {n}: worker failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(name, n, repeats, isolate=True):
+    row = {"program": name, "n": n}
+    for lib in _libs():
+        if isolate:
+            row[lib] = _in_worker(lib, name, n, repeats)
+        else:
+            row[lib] = measure_lib(lib, name, n, repeats)
+            gc.collect()
     if "tinygrad" in row:
         row["speedup_cold"] = row["tinygrad"]["cold_s"] / row["tolk"]["cold_s"]
         row["speedup_cached"] = row["tinygrad"]["cached_s"] / row["tolk"]["cached_s"]
@@ -231,30 +269,39 @@ def main(argv=None):
     ap.add_argument("--model-repeats", type=int, default=3)
     ap.add_argument("--only", nargs="*", help="program names (default: all)")
     ap.add_argument("--json", help="also write the results to this JSON file")
+    ap.add_argument("--in-process", action="store_true",
+                    help="measure everything in this process (default: a fresh process for each "
+                         "library, program and size)")
     ap.add_argument("--profile", metavar="PROGRAM[:N]",
                     help="cProfile tolk on one program, then exit")
     ap.add_argument("--cached", action="store_true", help="with --profile: profile a cache hit")
+    ap.add_argument("--worker", nargs=4, metavar=("LIB", "PROGRAM", "N", "REPEATS"),
+                    help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.profile:
         name, _, n = args.profile.partition(":")
         return profile(name, int(n or args.sizes[1]), 25, args.cached)
+    if args.worker:
+        lib, name, n, repeats = args.worker
+        _warm_up(lib)
+        print(json.dumps(measure_lib(lib, name, int(n) or None, int(repeats))))
+        return None
 
-    for lib, T, clear in ((TolkTensor, TolkTensor, tks.schedule_cache_clear),
-                          (TgTensor, TgTensor, tgs.schedule_cache.clear if TgTensor else None)):
-        if T is not None:  # warm up imports and pattern tables, outside every measurement
-            P.softmax_chain(T, 2).schedule_linear()
-            clear()
+    if args.in_process:
+        for lib in _libs():
+            _warm_up(lib)
     print(header(), flush=True)
     want = lambda k: not args.only or k in args.only  # noqa: E731
+    isolate = not args.in_process
     rows = []
-    for name, fn in P.CHAINS.items():
+    for name in P.CHAINS:
         for n in args.sizes:
             if want(name):
-                rows.append(measure(name, fn, n, args.repeats))
+                rows.append(measure(name, n, args.repeats, isolate))
                 print(f"  done {name} n={n}", file=sys.stderr, flush=True)
-    for name, fn in P.MODELS.items():
+    for name in P.MODELS:
         if want(name):
-            rows.append(measure(name, fn, None, args.model_repeats))
+            rows.append(measure(name, None, args.model_repeats, isolate))
             print(f"  done {name}", file=sys.stderr, flush=True)
     add_linearity(rows, *args.sizes)
     print(table(rows))
@@ -267,7 +314,7 @@ def main(argv=None):
     if args.json:
         Path(args.json).write_text(json.dumps(
             {"header": header(), "sizes": list(args.sizes), "repeats": args.repeats,
-             "rows": rows, "goals_missed": miss}, indent=1))
+             "isolated": isolate, "rows": rows, "goals_missed": miss}, indent=1))
 
 
 if __name__ == "__main__":

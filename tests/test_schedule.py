@@ -542,11 +542,16 @@ def test_program_key_of_a_very_deep_graph_needs_no_recursion():
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(1000)
     try:
-        x, one = buf(1), UOp.const(F32, 1.0)
-        for _ in range(100_000):
-            x = add(x, one)
-        key, bufs, _ = program_key(UOp.sink(x).toposort())
-        assert bufs == [buf(1)] and len(key.parts[0]) == 100_001
+        def chain(b, n):
+            x, one = b, UOp.const(F32, 1.0)
+            for _ in range(n):
+                x = add(x, one)
+            return program_key(UOp.sink(x).toposort())
+
+        key, bufs, _ = chain(buf(1), 100_000)
+        assert bufs == [buf(1)]
+        assert chain(buf(2), 100_000)[0] == key  # the same program on another buffer
+        assert chain(buf(1), 99_999)[0] != key
     finally:
         sys.setrecursionlimit(limit)
 

@@ -18,6 +18,7 @@ This module is the Python implementation of the `tolk.schedule` API reference
 
 from __future__ import annotations
 
+import operator
 import threading
 import time
 from collections import OrderedDict, deque
@@ -587,37 +588,50 @@ def program_key(nodes: list[UOp]) -> tuple[ProgramKey, list[UOp], list[UOp]]:
     with no BUFFER or BIND below it is interned, so its root stands for the whole of it.
     """
     ref: dict[UOp, object] = {}  # node -> its part of the key: a node, a buffer tuple, an index
-    entries: list[tuple] = []
+    flat: list = []  # per described node: op, dtype, arg key, number of sources, their refs
     bufs: list[UOp] = []
     binds: list[UOp] = []
+    count = 0  # nodes described so far: the index the next one gets
     # the hot loop of a cache hit: names bound to locals, sources of one and two spelled out
-    add_entry, buffer_op, bind_op = entries.append, Ops.BUFFER, Ops.BIND
+    extend, buffer_op, bind_op = flat.extend, Ops.BUFFER, Ops.BIND
     for n in nodes:
         src = n.src
         if not src:
             if n.op is buffer_op:
-                r: object = (n.dtype, len(bufs), n.arg[1], n.arg[2])
+                ref[n] = (n.dtype, len(bufs), n.arg[1], n.arg[2])
                 bufs.append(n)
             else:
-                r = n
-        elif n.op is bind_op:
-            r = src[0]
+                ref[n] = n
+            continue
+        op = n.op
+        if op is bind_op:
+            ref[n] = src[0]
             binds.append(n)
+            continue
+        if len(src) == 2:
+            s0, s1 = src
+            r0, r1 = ref[s0], ref[s1]
+            if r0 is s0 and r1 is s1:  # nothing to replace below: the node stands for itself
+                ref[n] = n
+                continue
+            extend((op, n.dtype, n.arg_key, 2, r0, r1))
+        elif len(src) == 1:
+            s0 = src[0]
+            r0 = ref[s0]
+            if r0 is s0:
+                ref[n] = n
+                continue
+            extend((op, n.dtype, n.arg_key, 1, r0))
         else:
-            k = len(src)
-            if k == 2:
-                refs = (ref[src[0]], ref[src[1]])
-            elif k == 1:
-                refs = (ref[src[0]],)
-            else:
-                refs = tuple([ref[s] for s in src])
-            if refs == src:
-                r = n
-            else:
-                r = len(entries)
-                add_entry((n.op, n.dtype, n.arg_key, refs))
-        ref[n] = r
-    return ProgramKey((tuple(entries), ref[nodes[-1]])), bufs, binds
+            refs = [ref[s] for s in src]
+            if all(map(operator.is_, refs, src)):
+                ref[n] = n
+                continue
+            extend((op, n.dtype, n.arg_key, len(src)))
+            extend(refs)
+        ref[n] = count
+        count += 1
+    return ProgramKey((tuple(flat), ref[nodes[-1]])), bufs, binds
 
 
 def program_params(bufs: list[UOp]) -> tuple[UOp, ...]:
