@@ -165,6 +165,7 @@ def create_schedule(sched_sink: UOp) -> UOp:
     # Kernels are numbered so their edges live in lists: dense and in walk order.
     info: dict[UOp, Any] = {sched_sink: None}
     kernels: list[UOp] = []  # by number
+    calls: list[UOp] = []  # by number: the CALL the LINEAR emits for the kernel
     in_degree: list[int] = []
     children: list[list[int] | None] = []
     supersede: dict[UOp, list] = {}  # the supersessions of states that are not AFTERs
@@ -227,13 +228,23 @@ def create_schedule(sched_sink: UOp) -> UOp:
             for k, i in zip(ks, nums):
                 call = k if k.op is CALL else _kernel_call(k)
                 read: list[UOp] = []
+                args: list[UOp] = []  # the call's arguments unwrapped to their storage
                 for a in call.src[1:]:
                     op = a.op
-                    if op is AFTER or op is BUFFER or op is PARAM:
+                    if op is AFTER:
                         read.append(a)
-                    elif op is not BIND:
+                        args.append(info[a][1])
+                    elif op is BUFFER or op is PARAM:
+                        read.append(a)
+                        args.append(a)
+                    elif op is BIND:
+                        args.append(a)
+                    else:
                         read.extend(_states(a))
+                        args.append(_storage(a, info))
                 reads.append((u, i, read))
+                if i == len(calls):  # built once, here, while its nodes are at hand
+                    calls.append(UOp(CALL, call.dtype, (call.src[0], *args), call.arg))
                 after = read
                 if dep_states:
                     after = read + dep_states
@@ -266,40 +277,28 @@ def create_schedule(sched_sink: UOp) -> UOp:
                         else:
                             c.append(t)
                         in_degree[t] += 1
-    return UOp(Ops.LINEAR, src=tuple(_linearize(kernels, children, in_degree, info)))
+    order = _linearize(children, in_degree)
+    if len(order) < len(kernels):
+        k = kernels[_on_cycle(children, in_degree)]
+        raise CycleError(f"dependency cycle in the kernel graph through {describe_kernel(k)}")
+    return UOp(Ops.LINEAR, src=tuple([calls[i] for i in order]))
 
 
-def _linearize(kernels: list[UOp], children: list[list[int] | None], in_degree: list[int],
-               info: dict[UOp, Any]) -> list[UOp]:
-    """Kahn's algorithm, FIFO among ready kernels; emits the calls with buffer args unwrapped."""
+def _linearize(children: list[list[int] | None], in_degree: list[int]) -> list[int]:
+    """Kahn's algorithm, FIFO among ready kernels: the kernel numbers in schedule order. The
+    in-degrees are consumed: those left above zero are on or behind a cycle."""
     queue = deque(i for i, d in enumerate(in_degree) if d == 0)
-    remaining = in_degree  # consumed in place
-    out: list[UOp] = []
-    AFTER, BIND, BUFFER, CALL, PARAM = Ops.AFTER, Ops.BIND, Ops.BUFFER, Ops.CALL, Ops.PARAM
+    remaining = in_degree
+    out: list[int] = []
     while queue:
         i = queue.popleft()
-        k = kernels[i]
-        call = k if k.op is CALL else _kernel_call(k)
-        src = call.src
-        args = []
-        for a in src[1:]:
-            op = a.op
-            if op is AFTER:
-                args.append(info[a][1])
-            elif op is BUFFER or op is PARAM or op is BIND:
-                args.append(a)
-            else:
-                args.append(_storage(a, info))
-        out.append(UOp(CALL, call.dtype, (src[0], *args), call.arg))
+        out.append(i)
         c = children[i]
         if c is not None:
             for j in c:
                 remaining[j] -= 1
                 if remaining[j] == 0:
                     queue.append(j)
-    if len(out) < len(kernels):
-        k = kernels[_on_cycle(children, remaining)]
-        raise CycleError(f"dependency cycle in the kernel graph through {describe_kernel(k)}")
     return out
 
 
