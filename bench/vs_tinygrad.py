@@ -13,9 +13,9 @@ interned graphs never weigh on the other's numbers, nor earlier programs on late
 first: the first cold run of the program in its process (tinygrad keeps functools caches of
 UOps beyond its schedule cache, so its later cold runs are faster). cold: schedule caches
 cleared (tolk ``schedule_cache_clear()``, tinygrad ``tinygrad.schedule.schedule_cache.clear()``),
-fresh graph. cached: a fresh identical graph
-scheduled again with the cache warm. Medians of --repeats; ``gc.collect()`` before and the
-collector off during each timed call. Times are CPU time of this process (`time.process_time`,
+fresh graph. cached: a fresh identical graph scheduled again with the cache warm. Medians of
+--repeats (tinygrad) and --tolk-repeats (tolk); ``gc.collect()`` before and the collector off
+during each timed call. Times are CPU time of this process (`time.process_time`,
 robust to other load on the machine; both libraries schedule on one thread).
 arena/floor: planned arena bytes over the peak of live bytes of the unplanned schedule (tolk:
 `linear_stats` under ``NO_MEMORY_PLANNER=1``; tinygrad: the LINEAR its `memory_plan_rewrite`
@@ -142,13 +142,16 @@ def _in_worker(lib, name, n, repeats):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(name, n, repeats, isolate=True):
+def measure(name, n, repeats, isolate=True, tolk_repeats=None):
+    """Both libraries on one program: the row. tolk takes `tolk_repeats` (it is fast: more
+    repeats give steadier medians), tinygrad `repeats`."""
     row = {"program": name, "n": n}
     for lib in _libs():
+        reps = tolk_repeats or repeats if lib == "tolk" else repeats
         if isolate:
-            row[lib] = _in_worker(lib, name, n, repeats)
+            row[lib] = _in_worker(lib, name, n, reps)
         else:
-            row[lib] = measure_lib(lib, name, n, repeats)
+            row[lib] = measure_lib(lib, name, n, reps)
             gc.collect()
     if "tinygrad" in row:
         row["speedup_cold"] = row["tinygrad"]["cold_s"] / row["tolk"]["cold_s"]
@@ -267,6 +270,8 @@ def main(argv=None):
     ap.add_argument("--sizes", type=int, nargs=2, default=(200, 1000), metavar=("SMALL", "BIG"))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--model-repeats", type=int, default=3)
+    ap.add_argument("--tolk-repeats", type=int, default=9,
+                    help="repeats of tolk's runs, chains and models (default 9)")
     ap.add_argument("--only", nargs="*", help="program names (default: all)")
     ap.add_argument("--json", help="also write the results to this JSON file")
     ap.add_argument("--in-process", action="store_true",
@@ -297,11 +302,11 @@ def main(argv=None):
     for name in P.CHAINS:
         for n in args.sizes:
             if want(name):
-                rows.append(measure(name, n, args.repeats, isolate))
+                rows.append(measure(name, n, args.repeats, isolate, args.tolk_repeats))
                 print(f"  done {name} n={n}", file=sys.stderr, flush=True)
     for name in P.MODELS:
         if want(name):
-            rows.append(measure(name, None, args.model_repeats, isolate))
+            rows.append(measure(name, None, args.model_repeats, isolate, args.tolk_repeats))
             print(f"  done {name}", file=sys.stderr, flush=True)
     add_linearity(rows, *args.sizes)
     print(table(rows))
@@ -314,6 +319,7 @@ def main(argv=None):
     if args.json:
         Path(args.json).write_text(json.dumps(
             {"header": header(), "sizes": list(args.sizes), "repeats": args.repeats,
+             "tolk_repeats": args.tolk_repeats,
              "isolated": isolate, "rows": rows, "goals_missed": miss}, indent=1))
 
 
