@@ -17,7 +17,9 @@ construction is not timed. Each repeat runs ``lin = create_schedule(sink)`` then
 with `time.perf_counter` (``--clock process_time`` for CPU time on a loaded machine);
 ``gc.collect()`` runs before and the garbage collector is off during each timed repeat,
 and both results are freed before the next repeat so every repeat builds its LINEAR cold
-(no intern-table hits). Reported: medians over the repeats.
+(no intern-table hits). Reported: medians over the repeats. Each shape and size is measured in
+a fresh Python process (``--in-process``: all in this one), so the heap left by an earlier graph
+(a 100k-kernel graph is some 400k nodes) does not shape a later measurement.
 
 `memory_plan_rewrite` is skipped where its projected time for one run (extrapolated from the
 previous size with the measured growth exponent) exceeds ``--plan-budget`` seconds; pass
@@ -30,8 +32,10 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import math
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -151,6 +155,27 @@ def run_once(sink: UOp, held: list[UOp], n: int, plan: bool,
     return t1 - t0, (t2 - t1) if plan else None
 
 
+def measure(shape: str, n: int, plan: bool, clock_name: str) -> tuple[float, float | None]:
+    """Medians (seconds) of create_schedule and memory_plan_rewrite on a fresh `shape` graph
+    of `n` kernels, over ``REPEATS[n]`` runs in this process."""
+    clock = getattr(time, clock_name)
+    sink, held = SHAPES[shape](n)
+    runs = [run_once(sink, held, n, plan, clock) for _ in range(REPEATS.get(n, 1))]
+    del sink, held
+    sched = statistics.median(r[0] for r in runs)
+    return sched, statistics.median(r[1] for r in runs) if plan else None
+
+
+def _in_worker(shape: str, n: int, plan: bool, clock_name: str) -> tuple[float, float | None]:
+    """`measure` in a fresh Python process: no earlier graph's garbage shapes this one's heap."""
+    cmd = [sys.executable, __file__, "--worker", shape, str(n), str(int(plan)), clock_name]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{shape} {n}: worker failed:\n{done.stderr}")
+    sched, mem = json.loads(done.stdout.strip().splitlines()[-1])
+    return sched, mem
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
@@ -160,10 +185,17 @@ def main() -> None:
                     help="skip memory_plan_rewrite when one run is projected above this (s)")
     ap.add_argument("--clock", choices=("perf_counter", "process_time"), default="perf_counter",
                     help="process_time counts CPU time only: steadier on a loaded machine")
+    ap.add_argument("--in-process", action="store_true",
+                    help="measure every shape and size in this process (default: a fresh process "
+                         "for each)")
+    ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     opts = ap.parse_args()
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    if opts.worker:
+        shape, n, plan, clock_name = opts.worker
+        print(json.dumps(measure(shape, int(n), plan == "1", clock_name)))
+        return
 
-    clock = getattr(time, opts.clock)
     reps = ", ".join(f"{n}: {REPEATS.get(n, 1)}" for n in opts.sizes)
     print(f"Python {sys.version.split()[0]}; time.{opts.clock}; "
           f"medians of repeats per size ({reps}); "
@@ -176,7 +208,6 @@ def main() -> None:
         prev: tuple[int, float] | None = None  # (n, plan seconds) of the last planned size
         growth = 2.0  # assumed exponent of the planner's time in n until measured
         for n in opts.sizes:
-            sink, held = SHAPES[shape](n)
             plan = True
             if prev is not None and not opts.full:
                 projected = prev[1] * (n / prev[0]) ** growth
@@ -185,10 +216,10 @@ def main() -> None:
                     notes.append(f"{shape} {n}: memory_plan_rewrite skipped, projected "
                                  f"{projected:.0f} s for one run (growth n^{growth:.2f}); "
                                  "--full runs it")
-            runs = [run_once(sink, held, n, plan, clock) for _ in range(REPEATS.get(n, 1))]
-            del sink, held
-            sched = statistics.median(r[0] for r in runs)
-            mem = statistics.median(r[1] for r in runs) if plan else None
+            if opts.in_process:
+                sched, mem = measure(shape, n, plan, opts.clock)
+            else:
+                sched, mem = _in_worker(shape, n, plan, opts.clock)
             if mem is not None:
                 if prev is not None:
                     growth = max(1.0, math.log(mem / prev[1]) / math.log(n / prev[0]))
