@@ -134,3 +134,34 @@ def test_hash_consing_holds_across_threads():
             assert all(r is roots[0] for r in roots), f"trial {trial}: equal graphs, distinct nodes"
     finally:
         sys.setswitchinterval(old)
+
+
+def test_interning_stays_exact_while_nodes_die_and_are_built_again_across_threads():
+    import gc
+
+    from tolk.uop.ops import intern_table_size
+
+    f32 = dtypes.float32
+    gc.collect()
+    before = intern_table_size()
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    kept: list = [[] for _ in range(THREADS)]
+    try:
+        def work(k):
+            one = UOp.const(f32, 1.0)
+            for i in range(4000):
+                c = UOp.const(f32, float(i % 5))
+                dying = UOp(Ops.MUL, f32, (one, c))  # built and dropped by every thread, often
+                assert UOp(Ops.MUL, f32, (one, c)) is dying  # while it lives, it is the node
+                del dying
+                kept[k].append(UOp(Ops.ADD, f32, (one, c)))
+
+        assert not run_threads(work)
+        for i in range(4000):  # nodes alive at once in different threads are one node
+            assert all(kept[k][i] is kept[0][i] for k in range(THREADS))
+    finally:
+        sys.setswitchinterval(old)
+    kept.clear()
+    gc.collect()
+    assert intern_table_size() <= before  # every entry of a dead node left the table
