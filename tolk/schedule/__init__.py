@@ -161,14 +161,14 @@ def create_schedule(sched_sink: UOp) -> UOp:
     AFTER, BIND, BUFFER, CALL, PARAM = Ops.AFTER, Ops.BIND, Ops.BUFFER, Ops.CALL, Ops.PARAM
     LINEAR, SINK = Ops.LINEAR, Ops.SINK
     # Scratch, one entry per node the walk enters: a kernel's number (first come, first
-    # numbered), an AFTER's [writer numbers, storage, supersessions of it], None otherwise.
+    # numbered), an AFTER's (writer numbers, storage), None otherwise.
     # Kernels are numbered so their edges live in lists: dense and in walk order.
     info: dict[UOp, Any] = {sched_sink: None}
     kernels: list[UOp] = []  # by number
     calls: list[UOp] = []  # by number: the CALL the LINEAR emits for the kernel
     in_degree: list[int] = []
     children: list[list[int] | None] = []
-    supersede: dict[UOp, list] = {}  # the supersessions of states that are not AFTERs
+    supersede: dict[UOp, list] = {}  # state -> [AFTER, its new writer numbers, ...] superseding it
     reads: list[tuple[UOp, int, list[UOp]]] = []  # (AFTER, kernel number, states it reads)
     # Every AFTER once, after everything it reaches: an iterative depth-first walk that does not
     # enter kernel ASTs or LINEAR bodies (nothing under them is a state of this graph).
@@ -208,22 +208,17 @@ def create_schedule(sched_sink: UOp) -> UOp:
             if prev.op is not AFTER and prev.op is not BUFFER and prev.op is not PARAM:
                 prev = _unwrap(prev)
             if prev.op is AFTER:
-                prev_info = info[prev]
-                prev_nums = prev_info[0]
+                prev_nums, base = info[prev]
                 new_writers = [i for i in nums if i not in prev_nums]
-                if prev_info[2] is None:
-                    prev_info[2] = [(u, new_writers)]
-                else:
-                    prev_info[2].append((u, new_writers))
-                info[u] = [nums, prev_info[1], None]
             else:
-                sup = supersede.get(prev)
-                if sup is None:
-                    supersede[prev] = [(u, nums)]
-                else:
-                    sup.append((u, nums))
-                info[u] = [nums, prev if prev.op is BUFFER or prev.op is PARAM
-                           else _storage(prev, info), None]
+                new_writers = nums
+                base = prev if prev.op is BUFFER or prev.op is PARAM else _storage(prev, info)
+            info[u] = (nums, base)
+            sup = supersede.get(prev)
+            if sup is None:
+                supersede[prev] = [u, new_writers]
+            else:
+                sup += (u, new_writers)
             dep_states = [st for d in deps for st in _states(d)] if deps else None
             for k, i in zip(ks, nums):
                 call = k if k.op is CALL else _kernel_call(k)
@@ -263,13 +258,13 @@ def create_schedule(sched_sink: UOp) -> UOp:
                 in_degree[i] += n
     for u, i, read in reads:  # write-after-read
         for s in read:
-            sup = info[s][2] if s.op is AFTER else supersede.get(s)
-            if not sup:
+            sup = supersede.get(s)
+            if sup is None:
                 continue
-            for a, new_writers in sup:
-                if a is u:
+            for j in range(0, len(sup), 2):
+                if sup[j] is u:
                     continue
-                for t in new_writers:
+                for t in sup[j + 1]:
                     if t != i:
                         c = children[i]
                         if c is None:
