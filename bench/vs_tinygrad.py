@@ -15,7 +15,8 @@ UOps beyond its schedule cache, so its later cold runs are faster). cold: schedu
 cleared (tolk ``schedule_cache_clear()``, tinygrad ``tinygrad.schedule.schedule_cache.clear()``),
 fresh graph. cached: a fresh identical graph scheduled again with the cache warm. Medians of
 --repeats (tinygrad) and --tolk-repeats (tolk); ``gc.collect()`` before and the collector off
-during each timed call. Times are CPU time of this process (`time.process_time`,
+during each timed call. ``--rounds N`` measures every cell N times, one pass over all cells after
+another, and reports the median of the N values (a machine whose load drifts moves one round). Times are CPU time of this process (`time.process_time`,
 robust to other load on the machine; both libraries schedule on one thread).
 arena/floor: planned arena bytes over the peak of live bytes of the unplanned schedule (tolk:
 `linear_stats` under ``NO_MEMORY_PLANNER=1``; tinygrad: the LINEAR its `memory_plan_rewrite`
@@ -159,6 +160,34 @@ def measure(name, n, repeats, isolate=True, tolk_repeats=None):
     return row
 
 
+_TIMES = ("first_s", "cold_s", "cached_s")
+
+
+def combine_rounds(rounds):
+    """One row per cell from several rounds: each time the median over the rounds (kernels and
+    memory are the same every round), the ratios taken again from those medians."""
+    if len(rounds) == 1:
+        return rounds[0]
+    rows = []
+    for cell in zip(*rounds):
+        row = {"program": cell[0]["program"], "n": cell[0]["n"], "rounds": len(cell)}
+        for lib in ("tolk", "tinygrad"):
+            if lib not in cell[0]:
+                continue
+            out = dict(cell[0][lib])
+            for key in _TIMES:
+                out[key] = statistics.median(r[lib][key] for r in cell)
+                out[key.replace("_s", "_rounds_s")] = [r[lib][key] for r in cell]
+            out["ms_per_kernel"] = out["cold_s"] * 1e3 / max(out["kernels"], 1)
+            out["hit_over_miss"] = out["cached_s"] / out["cold_s"]
+            row[lib] = out
+        if "tinygrad" in row:
+            row["speedup_cold"] = row["tinygrad"]["cold_s"] / row["tolk"]["cold_s"]
+            row["speedup_cached"] = row["tinygrad"]["cached_s"] / row["tolk"]["cached_s"]
+        rows.append(row)
+    return rows
+
+
 def add_linearity(rows, small, big):
     by = {(r["program"], r["n"]): r for r in rows}
     for r in rows:
@@ -270,6 +299,9 @@ def main(argv=None):
     ap.add_argument("--sizes", type=int, nargs=2, default=(200, 1000), metavar=("SMALL", "BIG"))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--model-repeats", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measure every cell this many times, minutes apart; each time is the "
+                         "median of its round values (steadier on a machine whose load drifts)")
     ap.add_argument("--tolk-repeats", type=int, default=9,
                     help="repeats of tolk's runs, chains and models (default 9)")
     ap.add_argument("--only", nargs="*", help="program names (default: all)")
@@ -298,16 +330,17 @@ def main(argv=None):
     print(header(), flush=True)
     want = lambda k: not args.only or k in args.only  # noqa: E731
     isolate = not args.in_process
-    rows = []
-    for name in P.CHAINS:
-        for n in args.sizes:
-            if want(name):
-                rows.append(measure(name, n, args.repeats, isolate, args.tolk_repeats))
-                print(f"  done {name} n={n}", file=sys.stderr, flush=True)
-    for name in P.MODELS:
-        if want(name):
-            rows.append(measure(name, None, args.model_repeats, isolate, args.tolk_repeats))
-            print(f"  done {name}", file=sys.stderr, flush=True)
+    cells = [(name, n, args.repeats) for name in P.CHAINS for n in args.sizes if want(name)]
+    cells += [(name, None, args.model_repeats) for name in P.MODELS if want(name)]
+    rounds = []
+    for k in range(args.rounds):
+        rows = []
+        for name, n, repeats in cells:
+            rows.append(measure(name, n, repeats, isolate, args.tolk_repeats))
+            print(f"  done round {k + 1}: {name}{'' if n is None else f' n={n}'}",
+                  file=sys.stderr, flush=True)
+        rounds.append(rows)
+    rows = combine_rounds(rounds)
     add_linearity(rows, *args.sizes)
     print(table(rows))
     miss = goals(rows)
@@ -319,7 +352,7 @@ def main(argv=None):
     if args.json:
         Path(args.json).write_text(json.dumps(
             {"header": header(), "sizes": list(args.sizes), "repeats": args.repeats,
-             "tolk_repeats": args.tolk_repeats,
+             "tolk_repeats": args.tolk_repeats, "rounds": args.rounds,
              "isolated": isolate, "rows": rows, "goals_missed": miss}, indent=1))
 
 
