@@ -106,3 +106,53 @@ def test_jitted_decode_step_with_a_growing_symbolic_slice():
         out = step(cache, Tensor(xa), pos.bind(p))
         ref[p] = xa
         np.testing.assert_allclose(out.numpy(), ref[: p + 1].sum(0), rtol=1e-6)
+
+
+def test_a_cached_program_keeps_no_buffer_or_value_of_the_realize_that_made_it():
+    """The schedule a realize caches is reused on other buffers and variable values: its kernels
+    name neither the buffers nor the values of the realize that made it."""
+    rng = np.random.default_rng(3)
+    v = Variable("n", 1, 6)
+
+    def program(a, w, img, k, tok, n):
+        x, y = Tensor(a), Tensor(img)
+        x[1:3] = x[1:3] * 2  # an assign through a view
+        h = (x @ Tensor(w)).relu()[:, : v.bind(n)].sum(1)
+        c = y.conv2d(Tensor(k), padding=1).max_pool2d()
+        e = Tensor(tok).embedding(Tensor(w))
+        return h, c.flatten().cat(e.flatten()).to("CPU:1"), x[:, : v.bind(n)] * 3
+
+    def inputs():
+        return (rng.standard_normal((4, 6)).astype(np.float32),
+                rng.standard_normal((6, 8)).astype(np.float32),
+                rng.standard_normal((1, 2, 6, 6)).astype(np.float32),
+                rng.standard_normal((3, 2, 3, 3)).astype(np.float32),
+                np.array([0, 5, 2], np.int32))
+
+    def reference(a, w, img, k, tok, n):
+        a = a.copy()
+        a[1:3] *= 2
+        h = np.maximum(a @ w, 0)[:, :n].sum(1)
+        pad = np.pad(img, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        conv = np.einsum("nchwij,ocij->nohw", np.lib.stride_tricks.sliding_window_view(
+            pad, (3, 3), axis=(2, 3)), k)
+        pool = conv.reshape(1, 3, 3, 2, 3, 2).max((3, 5))
+        return h, np.concatenate([pool.ravel(), w[tok].ravel()]), a[:, :n] * 3
+
+    schedule_cache_clear()
+    first = inputs()
+    outs = program(*first, n=3)
+    Tensor.realize(*outs)
+    for o, want in zip(outs, reference(*first, n=3)):
+        np.testing.assert_allclose(o.numpy(), want, rtol=1e-4, atol=1e-5)
+    second = inputs()
+    outs = program(*second, n=6)
+    linear = outs[0].schedule_linear(*outs[1:])
+    for call in linear.src:
+        assert all(n.op is not tolk.uop.Ops.BUFFER and n.op is not tolk.uop.Ops.BIND
+                   for n in call.src[0].toposort()), call.src[0].arg
+    hits = schedule_cache_info().hits
+    Tensor.realize(*outs)
+    assert schedule_cache_info().hits > hits
+    for o, want in zip(outs, reference(*second, n=6)):
+        np.testing.assert_allclose(o.numpy(), want, rtol=1e-4, atol=1e-5)

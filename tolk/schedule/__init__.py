@@ -698,15 +698,27 @@ class _Program:
         return self.planned
 
 
-def _new_program(key: ProgramKey, body: UOp, params: tuple[UOp, ...]) -> _Program:
-    """Lower `body` (uncached: the program is the cache entry) and resolve it over `params`."""
-    lowered = _lower_all(body, None, use_cache=False)
+def _new_program(key: ProgramKey, sink: UOp, bufs: list[UOp], binds: list[UOp]) -> _Program:
+    """Lower `sink` (uncached: the program is the cache entry) and make its schedule the
+    program's: ``bufs[i]`` becomes ``PARAM(i)`` in the calls' arguments.
+
+    The same schedule as lowering ``program_body(sink, bufs, binds)``, for less: fusion reads no
+    buffer's identity (a BUFFER and a PARAM are both base states to it), so only the arguments
+    of the few calls are renamed, not every node above a buffer. Variables are taken out of
+    the graph first (each BIND becomes its variable), so no kernel keeps this call's values."""
+    graph = sink.substitute({b: b.src[0] for b in binds}) if binds else sink
+    lowered = _lower_all(graph, None, use_cache=False)
     if lowered.op is not Ops.LINEAR:
         raise ScheduleError(f"the schedule pipeline must give a LINEAR, got {lowered.short()}")
+    params = program_params(bufs)
     calls = _resolve(lowered, params)
-    used, binds = _variables_of(calls)
+    to_param = dict(zip(bufs, params))
+    calls = [c if not any(a in to_param or a.op in _JOIN_OPS for a in c.src[1:]) else
+             c.replace(src=(c.src[0], *(a.substitute(to_param) for a in c.src[1:])))
+             for c in calls]
+    used, call_binds = _variables_of(calls)
     resolved = _template(UOp(Ops.LINEAR, src=tuple(calls)))
-    return _Program(key, resolved, frozenset(used), tuple(binds))
+    return _Program(key, resolved, frozenset(used), tuple(call_binds))
 
 
 def _bind(t: _Template, bufs: list[UOp]) -> UOp:
@@ -746,7 +758,7 @@ def create_linear_for_sink(sink: UOp, nodes: list[UOp] | None = None) -> tuple[U
         if hit:  # by the stored key: found by identity, not compared part by part again
             _programs.move_to_end(prog.key)
     if prog is None:
-        prog = _new_program(key, program_body(sink, bufs, binds), program_params(bufs))
+        prog = _new_program(key, sink, bufs, binds)
         with _cache_lock:
             prog = _programs.setdefault(key, prog)
             while len(_programs) > SCHEDULE_CACHE_SIZE:
