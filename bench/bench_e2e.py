@@ -14,7 +14,9 @@ Per model:
 - run: the numpy forward; tolk ``forward(...).realize()`` warm (schedule and kernels cached
   by earlier runs), split into graph construction (the tensor ops) and realize (cached
   schedule + kernels); `tolk.jit` replay of the forward (no graph, no schedule). Medians
-  over ``--repeats``; the tolk output is checked against numpy.
+  over ``--repeats``; a numpy forward is timed right after each tolk run, so a load that drifts
+  during the run weighs on both sides of the ratio alike. The tolk output is checked against
+  numpy.
 
 Goals: tolk warm run (build + realize) within 1.5x of numpy; cached schedule under 5% of
 cold. BLAS runs one thread unless ``OPENBLAS_NUM_THREADS`` is set (numpy and tolk alike; a
@@ -133,8 +135,10 @@ def resnet_model(small: bool) -> Model:
 
 def bench_model(m: Model, repeats: int, use_jit: bool) -> Result:
     ref = m.forward_numpy(m.weights, m.inp)  # warm-up (and the oracle)
-    numpy_ms = statistics.median(_timed_ms(lambda: m.forward_numpy(m.weights, m.inp))
-                                 for _ in range(repeats))
+    numpys: list[float] = []  # timed next to each tolk run, so drifting load hits both alike
+
+    def numpy_run() -> None:
+        numpys.append(_timed_ms(lambda: m.forward_numpy(m.weights, m.inp)))
 
     w = {k: v.realize() for k, v in as_tensors(m.weights).items()}
     x = Tensor(m.inp).realize()
@@ -147,6 +151,7 @@ def bench_model(m: Model, repeats: int, use_jit: bool) -> Result:
         builds.append(_timed_ms(lambda: holder.append(m.forward_tolk(w, x))))
         realizes.append(_timed_ms(lambda: holder[0].realize()))
         out = holder[0].numpy()
+        numpy_run()
     max_err = float(np.max(np.abs(out - ref)))
     if not np.allclose(out, ref, rtol=1e-3, atol=1e-3):
         raise AssertionError(f"{m.name}: tolk differs from numpy (max abs err {max_err:.3g})")
@@ -158,7 +163,12 @@ def bench_model(m: Model, repeats: int, use_jit: bool) -> Result:
             out = jf(w, x)
         if not np.allclose(out.numpy(), ref, rtol=1e-3, atol=1e-3):
             raise AssertionError(f"{m.name}: tolk.jit replay differs from numpy")
-        jit_ms = statistics.median(_timed_ms(lambda: jf(w, x)) for _ in range(repeats))
+        jits = []
+        for _ in range(repeats):
+            jits.append(_timed_ms(lambda: jf(w, x)))
+            numpy_run()
+        jit_ms = statistics.median(jits)
+    numpy_ms = statistics.median(numpys)
     return Result(m.name, report, cold_ms, cached_ms, numpy_ms, statistics.median(builds),
                   statistics.median(realizes), jit_ms, max_err)
 
