@@ -171,7 +171,8 @@ def create_schedule(sched_sink: UOp) -> UOp:
     supersede: dict[UOp, list] = {}  # state -> [AFTER, its new writer numbers, ...] superseding it
     reads: list[tuple[UOp, int, list[UOp]]] = []  # (AFTER, kernel number, states it reads)
     # Every AFTER once, after everything it reaches: an iterative depth-first walk that does not
-    # enter kernel ASTs or LINEAR bodies (nothing under them is a state of this graph).
+    # enter kernel ASTs or LINEAR bodies (nothing under them is a state of this graph); the
+    # gate is `_enter_kernel_graph`, spelled out here because it runs once per node.
     stack = [sched_sink]
     frames = [iter(sched_sink.src)]
     while frames:
