@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tensor_strategies import FEW, cases
@@ -61,20 +61,22 @@ def composed(x: np.ndarray, t: Tensor) -> np.ndarray | None:
 
 
 @cases(FEW * 5)
-@given(st.integers(1, 12), st.integers(1, 5), st.integers(1, 4), st.integers(1, 3),
-       st.integers(0, 2))
-def test_unfolded_axis_is_one_strided_view_of_every_window(size, k, stride, dilation, axis):
-    shape = [2, 3, 4]
-    shape[axis] = size
+@given(st.lists(st.tuples(st.integers(1, 12), st.integers(1, 5), st.integers(1, 4), st.integers(1, 3)),
+                min_size=1, max_size=2), st.integers(0, 2))
+def test_unfolded_axes_are_one_strided_view_of_every_window(axes, lead):
+    sizes, ks, strides, dilations = zip(*axes)
+    assume(all(d * (k - 1) + 1 <= n for n, k, d in zip(sizes, ks, dilations)))
+    shape = (2, 3)[:lead] + sizes
     x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
-    if dilation * (k - 1) + 1 > size:
-        return
-    t = Tensor(x)._unfold(axis, k, stride, dilation)
+    t = Tensor(x)._unfold(ks, strides, dilations)
     got = composed(x, t)
     assert got is not None
-    want = np.lib.stride_tricks.sliding_window_view(x, dilation * (k - 1) + 1, axis=axis)
-    want = want[(slice(None),) * axis + (slice(None, None, stride),)][..., ::dilation]
-    want = np.moveaxis(want, -1, axis)  # (..., k, out, ...)
+    want = x
+    for j, (k, stride, dilation) in enumerate(zip(ks, strides, dilations)):
+        axis = lead + 2 * j  # the axes before it are (k, out) pairs by now
+        w = np.lib.stride_tricks.sliding_window_view(want, dilation * (k - 1) + 1, axis=axis)
+        w = w[(slice(None),) * axis + (slice(None, None, stride),)][..., ::dilation]
+        want = np.moveaxis(w, -1, axis)  # (..., k, out, ...)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(apply_numpy(x, chain_of(t)[1]), want)
 
@@ -129,7 +131,7 @@ def test_window_view_of_a_value_that_is_not_contiguous():
     # the sum of a transposed input comes out of numpy in Fortran order: the view is made
     # from its actual strides
     x = np.random.default_rng(0).standard_normal((9, 7)).astype(np.float32)
-    t = (Tensor(x).T + 1)._unfold(1, 3, 2, 2).sum(1)
+    t = (Tensor(x).T + 1)._unfold((3,), (2,), (2,)).sum(1)
     want = np.lib.stride_tricks.sliding_window_view(x.T + 1, 5, axis=1)[:, ::2, ::2].sum(-1)
     np.testing.assert_allclose(t.numpy(), want, rtol=1e-6)
 
@@ -167,7 +169,7 @@ def test_conv2d_runs_as_one_contraction(count_contractions, k, stride, padding, 
 def test_a_long_window_chain_composes_without_recursion():
     limit = sys.getrecursionlimit()
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
-    t = Tensor(x)._unfold(1, 2, 1, 1)  # (3, 2, 3)
+    t = Tensor(x)._unfold((2,), (1,), (1,))  # (3, 2, 3)
     for _ in range(2000):
         t = t.reshape(6, 3).reshape(3, 2, 3)
     sys.setrecursionlimit(1000)
@@ -185,7 +187,7 @@ def test_a_window_chain_too_large_to_check_runs_op_by_op(monkeypatch):
     rng = np.random.default_rng(2)
     x = rng.standard_normal((2, 3, 11, 10)).astype(np.float32)
     w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
-    assert composed(x, Tensor(x)._unfold(2, 3, 2, 1)) is None
+    assert composed(x, Tensor(x)._unfold((3, 3), (2, 2), (1, 1))) is None
     got = Tensor(x).conv2d(Tensor(w), stride=2).numpy()
     win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))[:, :, ::2, ::2]
     np.testing.assert_allclose(got, np.einsum("nchwij,ocij->nohw", win, w), rtol=1e-4, atol=1e-4)

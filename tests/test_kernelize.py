@@ -252,13 +252,32 @@ def test_every_elementwise_assign_in_a_chain_is_one_kernel():
         np.testing.assert_array_equal(x.numpy(), np.full(shape, 3, np.float32))
 
 
-def test_the_sink_order_realize_builds_from_known_nodes_is_the_walk_order():
-    from tolk.callify import _build_sink, _sink_order
+def test_realize_keys_its_program_by_the_tensors_graph_and_which_tensors_are_outputs():
+    from tolk.schedule import program_key, schedule_cache_clear, schedule_cache_info
     from tolk.uop.ops import UOp
 
-    a = Tensor(rnd(3, 4))
-    for t in (a + 1, (a * 2).sum(), a.T.exp(), a.reshape(12)[::2], a.max(1, keepdim=True) - a):
-        nodes = UOp.sink(t.uop).toposort()
-        srcs, _ = _build_sink([t], nodes)
-        sink = UOp.sink(*srcs)
-        assert _sink_order(sink, nodes) == sink.toposort()
+    def realize_on_new_data(outputs_of):
+        x = Tensor(rnd(3, 4))
+        y = (x + 1).exp()
+        z = y.sum(1)
+        outs = outputs_of(y, z)
+        Tensor.realize(*outs)
+        want = {"y": np.exp(x.numpy() + 1)}
+        want["z"] = want["y"].sum(1)
+        return [o.numpy() for o in outs], want
+
+    schedule_cache_clear()
+    cases = [lambda y, z: [z], lambda y, z: [y, z], lambda y, z: [z, y], lambda y, z: [y]]
+    for rounds in range(2):  # the first round misses four times, the second hits four times
+        for outputs_of, names in zip(cases, (["z"], ["y", "z"], ["z", "y"], ["y"])):
+            got, want = realize_on_new_data(outputs_of)
+            for g, n in zip(got, names):
+                np.testing.assert_allclose(g, want[n], rtol=1e-6)
+        info = schedule_cache_info()
+        assert (info.hits, info.misses) == (4 * rounds, 4)
+    t = Tensor(rnd(2)) + 1
+    root = UOp.sink(t.uop)
+    assert program_key(root, "realize")[0] != program_key(root)[0]  # a tag keeps keys apart
+    assert program_key(root, "realize")[0] == program_key(UOp.sink((Tensor(rnd(2)) + 1).uop), "realize")[0]
+
+

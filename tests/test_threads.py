@@ -165,3 +165,28 @@ def test_interning_stays_exact_while_nodes_die_and_are_built_again_across_thread
     kept.clear()
     gc.collect()
     assert intern_table_size() <= before  # every entry of a dead node left the table
+
+
+def test_node_caches_filled_from_many_threads_at_once_keep_every_value():
+    from tolk.schedule import _tensor_sinks
+    from tolk.uop.shape import device_of, shape_of
+
+    f32 = dtypes.float32
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for trial in range(10):
+            # a fresh graph per trial (its nodes have empty caches), filled by four threads
+            x = UOp(Ops.RESHAPE, f32, (UOp.buffer(f32, 64, "CPU"),), (8, 8))
+            for i in range(2000):
+                x = UOp(Ops.ADD, f32, (x, UOp(Ops.RESHAPE, f32, (UOp.buffer(f32, 64, "CPU"),), (8, 8))))
+            sink = UOp.sink(x)
+            got: list = [None] * THREADS
+
+            def work(k, sink=sink, x=x, got=got):
+                got[k] = (shape_of(x), device_of(x), len(_tensor_sinks(sink)))
+
+            assert not run_threads(work)
+            assert got == [((8, 8), "CPU", 1)] * THREADS, f"trial {trial}"
+    finally:
+        sys.setswitchinterval(old)

@@ -1,11 +1,11 @@
 """From Tensors to a scheduled CALL and back: realize, assign, numpy.
 
-`realize` builds one tensor-level SINK of realizations ``AFTER(state, STORE(view, value))``
-(an output buffer for each computed tensor, the pending assigns of the others), turns every
-concrete BUFFER into a PARAM (the body is then the same for the same computation on other
-data, so it hits the schedule cache), schedules ``CALL(body, *buffers, *binds)`` with
-`create_linear_for_sink` (cached by the sink's structure: a hit builds no body), runs the
-planned LINEAR, and points the tensors at their buffers.
+`realize` schedules one tensor-level SINK of realizations ``AFTER(state, STORE(view, value))``
+(an output buffer for each computed tensor, the pending assigns of the others) as
+``CALL(body, *buffers, *binds)``, the body over PARAMs (so it is the same for the same
+computation on other data), with `create_linear_for_program`: cached by the `program_key` of
+the tensors' graph, so a hit builds neither the SINK nor a body. It then runs the planned
+LINEAR and points the tensors at their buffers.
 
 Buffer states. A buffer's contents over time are a chain of states: its BUFFER, then one
 ``AFTER(previous, STORE(view, value))`` per pending assign. A view of x reads x's newest
@@ -30,16 +30,19 @@ import numpy as np
 
 from tolk.dtype import bf16_to_f32, dtypes
 from tolk.engine.realize import run_linear
-from tolk.errors import CycleError, DeviceError, ShapeError
+from tolk.errors import DeviceError, ShapeError
 from tolk.helpers import gc_paused, prod
 from tolk.runtime.device import typed_view
-from tolk.schedule import create_linear_for_sink
+from tolk.schedule import create_linear_for_program, program_key
 from tolk.tensor import IdentityWeakSet, Tensor, _base_and_chain, _lazy, _lazy_views, _views
 from tolk.uop.ops import GroupOp, Ops, UOp
 from tolk.uop.shape import max_numel, shape_syms
 
 # Called as hook(planned LINEAR, var_vals, seconds spent scheduling) for every realize.
 schedule_hooks: list = []
+# The tag of realize's program keys: a realize's program is made from the tensors' graph
+# (`_build_sink`), not scheduled as that graph, so its keys never meet a sink's.
+_REALIZE = "realize"
 
 
 def _is_view_of_state(u: UOp) -> bool:
@@ -107,21 +110,22 @@ def _root(t: Tensor) -> Tensor:
     return t
 
 
-def _final_states(nodes: list[UOp]) -> dict[UOp, UOp]:
+def _final_states(nodes) -> dict[UOp, UOp]:
     """{storage: newest AFTER state} for every buffer an AFTER in `nodes` writes."""
     below = {n.src[0] for n in nodes if n.op is Ops.AFTER}
     return {_storage(n): n for n in nodes if n.op is Ops.AFTER and n not in below}
 
 
-def _closure(tensors: list[Tensor], nodes: list[UOp]):
+def _closure(tensors: list[Tensor], nodes):
     """`tensors` plus every live lazy tensor and pending assign that reads a state this
-    realize supersedes (until none is left): ``(tensors, final states of the written buffers,
-    toposort of the tensors' graphs)``; `nodes` is the toposort for the `tensors` given."""
+    realize supersedes (until none is left): ``(tensors, final states of the written
+    buffers)``, the list given when nothing was added. `nodes` holds the graphs of the
+    `tensors` given, children first."""
     chosen = {id(t) for t in tensors}
     while True:
         finals = _final_states(nodes)
         if not finals:
-            return tensors, finals, nodes
+            return tensors, finals
         old: set[UOp] = set()
         for f in finals.values():
             s = f.src[0]
@@ -141,7 +145,7 @@ def _closure(tensors: list[Tensor], nodes: list[UOp]):
         extra = list({id(r): r for t in candidates if _reads_old(t.uop, old, stop, memo)
                       for r in (_root(t),) if id(r) not in chosen}.values())
         if not extra:
-            return tensors, finals, nodes
+            return tensors, finals
         tensors = tensors + extra
         chosen.update(id(t) for t in extra)
         nodes = UOp.sink(*(t.uop for t in tensors)).toposort()
@@ -155,13 +159,9 @@ def _reads_old(u: UOp, old: set[UOp], stop: set[UOp], memo: dict[UOp, bool]) -> 
     return memo[u]
 
 
-def _build_sink(tensors: list[Tensor], nodes: list[UOp]):
-    """The realizations of `tensors`: (sink sources, [(tensor, its graph, output view)]).
-    `nodes` is the toposort of the tensors' graphs.
-
-    A graph that contains another output's graph reads that output's buffer instead of
-    computing it again (also inside pending assigns, so every reader sees one AFTER per
-    state); a second tensor with the same graph gets its own buffer, a copy of the first's."""
+def _outputs(tensors: list[Tensor]) -> tuple[list[Tensor], list[UOp]]:
+    """``(computed, pending)``: the tensors of `tensors` that get an output buffer, and the
+    pending assign states (without the views over them) to run."""
     pending: dict[UOp, None] = {}
     computed: list[Tensor] = []
     for t in tensors:
@@ -170,27 +170,52 @@ def _build_sink(tensors: list[Tensor], nodes: list[UOp]):
             pending[base] = None
         elif base.op is not Ops.BUFFER:
             computed.append(t)
-    if len(computed) > 1:  # inner outputs first, so the substitution below sees them
-        pos = {n: i for i, n in enumerate(nodes)}
-        computed.sort(key=lambda t: pos[t.uop])
+    return computed, list(pending)
+
+
+def _inner_first(computed: list[Tensor], nodes) -> list[Tensor]:
+    """`computed` ordered as their graphs come in `nodes` (children first), so `_build_sink`
+    substitutes inner outputs into the later ones."""
+    if len(computed) < 2:
+        return computed
+    pos = {n: i for i, n in enumerate(nodes)}
+    return sorted(computed, key=lambda t: pos[t.uop])
+
+
+def _out_buffer(t: Tensor) -> UOp:
+    return UOp.buffer(t.dtype, max_numel(t.shape), t.device)
+
+
+def _shape_binds(t: Tensor) -> tuple[UOp, ...]:
+    """The BINDs of the variables in `t`'s shape (a view of its buffer takes them along)."""
+    return t._binds(d.name for d in shape_syms(t.shape))
+
+
+def _out_view(t: Tensor, buf: UOp) -> UOp:
+    return _view(buf, t.shape, _shape_binds(t))
+
+
+def _build_sink(computed: list[Tensor], pending: list[UOp], out_bufs: list[UOp]) -> UOp:
+    """The SINK of realizations: ``AFTER(out_buf, STORE(view, graph))`` for each tensor of
+    `computed` (`_outputs`) into its buffer of `out_bufs`, and the `pending` assign states.
+
+    A graph that contains another output's graph reads that output's buffer instead of
+    computing it again (also inside pending assigns, so every reader sees one AFTER per
+    state); a second tensor with the same graph gets its own buffer, a copy of the first's."""
     reads: dict[UOp, UOp] = {}  # an output's graph -> a view of its realization
     sub = _Substitution(reads)
     srcs: dict[UOp, None] = {}
-    outputs: list[tuple[Tensor, UOp, UOp]] = []
-    for t in computed:
+    for t, buf in zip(computed, out_bufs):
         u = t.uop
-        shape = t.shape
-        binds = t._binds(d.name for d in shape_syms(shape))
-        buf = UOp.buffer(t.dtype, max_numel(shape), t.device)
         value = reads[u] if u in reads else sub(u, keep_root=True)
-        out_view = _view(buf, shape, binds)
+        binds = _shape_binds(t)
+        out_view = _view(buf, t.shape, binds)
         after = UOp(Ops.AFTER, t.dtype, (buf, UOp(Ops.STORE, dtypes.void, (out_view, value))))
-        reads.setdefault(u, _view(after, shape, binds))
-        outputs.append((t, u, out_view))
+        reads.setdefault(u, _view(after, t.shape, binds))
         srcs[after] = None
     for a in pending:
         srcs[sub(a)] = None
-    return list(srcs), outputs
+    return UOp.sink(*srcs)
 
 
 def _view(state: UOp, shape, binds: tuple[UOp, ...] = ()) -> UOp:
@@ -233,67 +258,53 @@ def _copy_old_states(sink: UOp) -> UOp:
     return new[sink]
 
 
-def _sink_order(sink: UOp, value_nodes: list[UOp] | None) -> list[UOp]:
-    """``sink.toposort()``; for one fresh output ``AFTER(buf, STORE(view, value))`` whose
-    value's toposort (`value_nodes`, ending in a SINK over the value) is known, built from it
-    without walking the value again (the same order the walk gives)."""
-    if value_nodes is not None and len(sink.src) == 1:
-        after = sink.src[0]
-        buf, store = after.src[0], after.src[1]
-        view, value = store.src
-        head = [buf] if view is buf else [buf, view] if view.src == (buf,) else None
-        if head is not None and value_nodes[-1].src == (value,):  # (buf is fresh: not in value)
-            return head + value_nodes[:-1] + [store, after, sink]
-    return sink.toposort()
-
-
-def _schedule(sink: UOp, value_nodes: list[UOp] | None = None):
-    """``(planned LINEAR, var_vals)`` for a tensor-level SINK over concrete buffers."""
-    nodes = _sink_order(sink, value_nodes)
-    start = time.perf_counter()
-    # scheduled as CALL(body, *buffers, *binds), the body over PARAMs and variables: one
-    # cached schedule for the same computation on other data and other variable values
-    with gc_paused():
-        linear, var_vals = create_linear_for_sink(sink, nodes)
-    for hook in schedule_hooks:
-        hook(linear, var_vals, time.perf_counter() - start)
-    return linear, var_vals
-
-
 def realize(tensors, run: bool = True):
     """Compute `tensors` in one schedule; with ``run=False`` return ``(LINEAR, var_vals)`` only.
 
     A view of a live lazy tensor is computed by realizing that tensor (the view then reads
     its buffer); lazy tensors and pending assigns that read a state this realize overwrites
-    are realized along with it."""
+    are realized along with it.
+
+    The schedule is cached by the `program_key` of the graphs to compute (the computed tensors'
+    and the pending assign states, tagged: the SINK of realizations is a function of them), so a
+    cache hit walks those graphs once and builds only the output buffers, not the SINK."""
+    start = time.perf_counter()
     tensors = list({id(t): t for t in tensors}.values())
     for t in tensors:
         if not isinstance(t, Tensor):
             raise TypeError(f"realize takes Tensors, got {type(t).__name__}")
     tensors = list({id(r): r for r in map(_root, tensors)}.values())
     finals: dict[UOp, UOp] = {}
-    nodes = UOp.sink(*(t.uop for t in tensors)).toposort()
+    computed, pending = _outputs(tensors)
+    key, bufs, binds, nodes = program_key(UOp.sink(*(t.uop for t in computed), *pending), _REALIZE)
     if run:
-        tensors, finals, nodes = _closure(tensors, nodes)
-    srcs, outputs = _build_sink(tensors, nodes)
-    if not srcs:
+        more, finals = _closure(tensors, nodes)
+        if more is not tensors:
+            tensors = more
+            computed, pending = _outputs(tensors)
+            key, bufs, binds, nodes = program_key(
+                UOp.sink(*(t.uop for t in computed), *pending), _REALIZE)
+    if not computed and not pending:
         return (UOp(Ops.LINEAR, src=()), {}) if not run else None
-    sink = UOp.sink(*srcs)
-    try:
-        linear, var_vals = _schedule(sink, nodes)
-    except CycleError:
-        linear, var_vals = _schedule(_copy_old_states(sink))
+    computed = _inner_first(computed, nodes)
+    out_bufs = [_out_buffer(t) for t in computed]
+    with gc_paused():  # params: the graph's buffers in walk order, then the output buffers
+        linear, var_vals = create_linear_for_program(
+            key, bufs + out_bufs, binds, lambda: _build_sink(computed, pending, out_bufs),
+            _copy_old_states)
+    for hook in schedule_hooks:
+        hook(linear, var_vals, time.perf_counter() - start)
     if not run:
         return linear, var_vals
     run_linear(linear, var_vals)
-    _after_run(outputs, finals)
+    _after_run([(t, _out_view(t, b)) for t, b in zip(computed, out_bufs)], finals)
     return None
 
 
 def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
-    """Point the outputs at their buffers, and every live graph that read a realized final
-    state or a realized output's view at the buffer."""
-    out_ids = {id(t): view for t, _, view in outputs}
+    """Point the outputs (``(tensor, view of its buffer)`` pairs) at their buffers, and every
+    live graph that read a realized final state or a realized output's view at the buffer."""
+    out_ids = {id(t): view for t, view in outputs}
     rebase = []  # lazy views of an output: (tensor, output)
     if outputs:
         for t in _lazy_views:
@@ -302,7 +313,7 @@ def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
                 r = p
             if r is not t and id(r) in out_ids:
                 rebase.append((t, r.uop, out_ids[id(r)]))
-    for t, _, view in outputs:
+    for t, view in outputs:
         t.uop = view
         _register_view(t)
     for t, old, view in rebase:

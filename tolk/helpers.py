@@ -99,21 +99,25 @@ _gc_lock = threading.Lock()
 _gc_paused = [0, False]  # [active pauses, whether the first pause turned the collector off]
 
 
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause Python's cycle collector for a block (nested and thread-safe).
+class gc_paused:
+    """Pause Python's cycle collector for a block: ``with gc_paused(): ...`` (nested and
+    thread-safe).
 
     Scheduling allocates many small acyclic objects (UOps, tuples, dicts); each full pass of
     the cycle collector scans every live object, the whole graph included, so with it on the
-    time to schedule grows faster than the graph. Garbage made meanwhile is collected after."""
-    with _gc_lock:
-        if _gc_paused[0] == 0:
-            _gc_paused[1] = gc.isenabled()
-            gc.disable()
-        _gc_paused[0] += 1
-    try:
-        yield
-    finally:
+    time to schedule grows faster than the graph. Garbage made meanwhile is collected after.
+    (A class rather than a generator: it is entered on every realize, cache hits included.)"""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        with _gc_lock:
+            if _gc_paused[0] == 0:
+                _gc_paused[1] = gc.isenabled()
+                gc.disable()
+            _gc_paused[0] += 1
+
+    def __exit__(self, *exc) -> None:
         with _gc_lock:
             _gc_paused[0] -= 1
             if _gc_paused[0] == 0 and _gc_paused[1]:

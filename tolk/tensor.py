@@ -994,33 +994,43 @@ class Tensor:
                        for o, d, n, st in zip(offs, dilation, outs, stride))
             yield offs, self[(Ellipsis, *sl)]
 
-    def _unfold(self, axis: int, k: int, stride: int, dilation: int) -> Tensor:
-        """Axis `axis` (length L) becomes two axes (k, out) holding every window along it:
-        element ``[j, t]`` is element ``t * stride + j * dilation`` of the axis.
+    def _unfold(self, k: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...]) -> Tensor:
+        """Each of the last len(k) axes (length L) becomes two axes (k, out) holding every
+        window along it: element ``[j, t]`` is element ``t * stride + j * dilation`` of the axis.
 
-        Windows overlap, and views alone never make two places read one element, so the axis
-        is repeated (EXPAND), flattened and cut into rows of ``m * L + dilation`` elements:
-        row j then starts ``j * dilation`` into the axis. The CPU backend composes the chain
-        into one strided view of the input (nothing is copied)."""
-        size = self.shape[axis]
-        out = (size - dilation * (k - 1) - 1) // stride + 1
-        pre, post = self.shape[:axis], self.shape[axis + 1:]
+        Windows overlap, and views alone never make two places read one element, so each axis
+        is repeated (EXPAND), flattened and cut into rows of ``m * L + dilation`` elements: row
+        j then starts ``j * dilation`` into the axis. Every step acts on all the axes at once
+        (one movement node per step, whatever the number of axes). The CPU backend composes
+        the chain into one strided view of the input (nothing is copied)."""
+        lead = self.shape[: self.ndim - len(k)]
+        sizes = self.shape[len(lead):]
+        outs = tuple((n - d * (kk - 1) - 1) // st + 1 for n, kk, st, d in zip(sizes, k, stride, dilation))
 
-        def cut(x: Tensor, i: int, n: int) -> Tensor:
-            return x.shrink(tuple((0, n) if a == i else None for a in range(x.ndim)))
+        def each(*parts) -> tuple[int, ...]:  # the lead axes, then parts[i][j] for axis j
+            return lead + tuple(p for group in zip(*parts) for p in group)
 
-        if k == 1 and out * stride <= size:  # one window position: a strided slice
-            x = cut(self, axis, out * stride).reshape(pre + (1, out, stride) + post)
-            return cut(x, axis + 2, 1).reshape(pre + (1, out) + post)
-        row = size * max(1, -(-(out * stride - dilation) // size)) + dilation
-        reps = -(-k * row // size)
-        x = self.reshape(pre + (1, size) + post).expand(pre + (reps, size) + post)
-        x = cut(x.reshape(pre + (reps * size,) + post), axis, k * row)
-        x = cut(x.reshape(pre + (k, row) + post), axis + 1, out * stride)
-        if stride == 1:
+        def cut(x: Tensor, width: int, at: int, ends) -> Tensor:
+            # axis j is `width` axes wide from here on: its axis `at` is cut to ends[j]
+            return x.shrink((None,) * len(lead) + tuple(
+                (0, e) if i == at else None for e in ends for i in range(width)))
+
+        if all(kk == 1 for kk in k) and all(o * st <= n for o, st, n in zip(outs, stride, sizes)):
+            # one window position per axis: a strided slice
+            x = cut(self, 1, 0, [o * st for o, st in zip(outs, stride)])
+            x = cut(x.reshape(each((1,) * len(k), outs, stride)), 3, 2, [1] * len(k))
+            return x.reshape(each((1,) * len(k), outs))
+        rows = [n * max(1, -(-(o * st - d) // n)) + d
+                for n, o, st, d in zip(sizes, outs, stride, dilation)]
+        reps = [-(-kk * r // n) for kk, r, n in zip(k, rows, sizes)]
+        x = self.reshape(each((1,) * len(k), sizes)).expand(each(reps, sizes))
+        x = cut(x.reshape(each([r * n for r, n in zip(reps, sizes)])), 1, 0,
+                [kk * r for kk, r in zip(k, rows)])
+        x = cut(x.reshape(each(k, rows)), 2, 1, [o * st for o, st in zip(outs, stride)])
+        if all(st == 1 for st in stride):
             return x
-        x = cut(x.reshape(pre + (k, out, stride) + post), axis + 2, 1)
-        return x.reshape(pre + (k, out) + post)
+        x = cut(x.reshape(each(k, outs, stride)), 3, 2, [1] * len(k))
+        return x.reshape(each(k, outs))
 
     def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1,
                dilation=1, padding=0) -> Tensor:
@@ -1040,7 +1050,7 @@ class Tensor:
         x = self.pad(((0, 0), (0, 0), pads[0], pads[1]))
         (sh, sw), (dh, dw) = _pair(stride), _pair(dilation)
         oh, ow = x._window_outs((kh, kw), (sh, sw), (dh, dw))
-        win = x._unfold(2, kh, sh, dh)._unfold(4, kw, sw, dw)
+        win = x._unfold((kh, kw), (sh, sw), (dh, dw))
         xs = win.reshape(n, groups, 1, cin_g, kh, oh, kw, ow)
         ws = weight.reshape(1, groups, cout // groups, cin_g, kh, 1, kw, 1)
         # weight first: its free axis leads the matrix product, so the result comes out NCHW

@@ -8,9 +8,10 @@
        var_vals                           the binds that scheduled kernels actually read
        capture, or memory_plan_rewrite    internal BUFFERs -> SLICEs of per-device arenas
 
-    create_linear_for_sink(sink)          a realize: the same, for the body of a SINK over
-                                          concrete buffers, cached whole by program_key; a
-                                          hit binds the cached planned LINEAR to the buffers
+    create_linear_for_program(key, ...)   a realize: the same for a SINK over concrete
+                                          buffers, cached whole by a program_key (the SINK is
+                                          built on a miss only); a hit binds the cached
+                                          planned LINEAR to the buffers
 
 This module is the Python implementation of the `tolk.schedule` API reference
 (spec/tolk-schedule.txt); every public function documents its part of that contract.
@@ -35,7 +36,8 @@ from tolk.uop.ops import GroupOp, KernelInfo, Ops, UOp, fresh_internal_buffer_sl
 __all__ = [
     "fresh_internal_buffer_slot", "create_schedule", "lower_sink_to_linear",
     "memory_plan_rewrite", "create_linear_with_vars", "schedule_cache_clear",
-    "schedule_cache_info", "ScheduleCacheInfo", "create_linear_for_sink", "program_key",
+    "schedule_cache_info", "ScheduleCacheInfo", "create_linear_for_sink",
+    "create_linear_for_program", "program_key",
     "ProgramKey", "program_body", "program_params", "linear_stats", "LinearStats",
     "ScheduleError",
 ]
@@ -393,12 +395,12 @@ def lower_sink_to_linear(
 def _tensor_sinks(node: UOp) -> list[UOp]:
     """The tensor-level SINKs under `node`, children first; remembered on the node (a cached
     program's body stays alive, so its next realize skips this walk)."""
-    if node._cache is None:
-        node._cache = {}
-    if "tensor_sinks" not in node._cache:
-        node._cache["tensor_sinks"] = [n for n in node.toposort(enter=_enter_kernel_graph)
-                                       if n.op is Ops.SINK and not isinstance(n.arg, KernelInfo)]
-    return node._cache["tensor_sinks"]
+    sinks = node._cache.get("tensor_sinks")
+    if sinks is None:
+        node._cache["tensor_sinks"] = sinks = [
+            n for n in node.toposort(enter=_enter_kernel_graph)
+            if n.op is Ops.SINK and not isinstance(n.arg, KernelInfo)]
+    return sinks
 
 
 def _lower_all(root: UOp, get_kernel_graph, use_cache: bool) -> UOp:
@@ -456,8 +458,6 @@ def _bind_arg(a: UOp, scope: tuple[UOp, ...], fresh: dict[UOp, UOp]) -> UOp:
 def _kernel_vars(ast: UOp) -> frozenset[str]:
     """Names of the variables a kernel AST reads (cached on the node)."""
     cache = ast._cache
-    if cache is None:
-        cache = ast._cache = {}
     if "vars" not in cache:
         cache["vars"] = frozenset(
             n.arg[0] for n in ast.toposort() if n.op is Ops.DEFINE_VAR
@@ -571,62 +571,83 @@ class ProgramKey:
                 and self.parts == other.parts)
 
 
-def program_key(nodes: list[UOp]) -> tuple[ProgramKey, list[UOp], list[UOp]]:
-    """``(key, buffers, binds)`` of a tensor graph given children first (``root.toposort()``).
+def program_key(root: UOp, tag: Any = None) -> tuple[ProgramKey, list[UOp], list[UOp], dict[UOp, Any]]:
+    """``(key, buffers, binds, nodes)`` of the tensor graph under `root`, in one walk.
 
-    `buffers` are the graph's BUFFERs and `binds` its BINDs, in `nodes` order. The key
-    describes the graph with the i-th buffer standing for ``PARAM(i)`` of its dtype, device
-    and size and every BIND for its variable: two graphs have equal keys only if
-    `program_body` gives them one body, so the same computation on other buffers or at
-    other values of its variables has the key of the first, while one buffer read twice and
-    two buffers read once each do not. One pass over `nodes`, building no node: a subgraph
-    with no BUFFER or BIND below it is interned, so its root stands for the whole of it.
+    `nodes` holds every node under `root` as a dict's keys, in ``root.toposort()`` order;
+    `buffers` are the graph's BUFFERs and `binds` its BINDs, in that order. The key describes
+    the graph with the i-th buffer standing for ``PARAM(i)`` of its dtype, device and size
+    and every BIND for its variable: two graphs have equal keys only if `program_body` gives
+    them one body, so the same computation on other buffers or at other values of its
+    variables has the key of the first, while one buffer read twice and two buffers read once
+    each do not. Keys of another `tag` never equal these (a caller that derives the program
+    from the graph in its own way keeps its programs apart). Builds no node: a subgraph with
+    no BUFFER or BIND below it is interned, so its root stands for the whole of it.
     """
-    ref: dict[UOp, object] = {}  # node -> its part of the key: a node, a buffer tuple, an index
+    # node -> its part of the key: the node itself, a buffer tuple, a variable, or the index
+    # of its record; its keys are the walk's output, children first
+    ref: dict[UOp, Any] = {}
     flat: list = []  # per described node: op, dtype, arg key, number of sources, their refs
     bufs: list[UOp] = []
     binds: list[UOp] = []
     count = 0  # nodes described so far: the index the next one gets
-    # the hot loop of a cache hit: names bound to locals, sources of one and two spelled out
+    # the hot loop of a cache hit: an iterative DFS that describes each node as it finishes;
+    # names bound to locals, leaves described where they are met, sources of one and two
+    # spelled out
     extend, buffer_op, bind_op = flat.extend, Ops.BUFFER, Ops.BIND
-    for n in nodes:
-        src = n.src
-        if not src:
-            if n.op is buffer_op:
+    stack, frames = [root], [iter(root.src)]
+    while frames:
+        for s in frames[-1]:  # resume the sources of the node on top where we left off
+            if s not in ref:
+                if s.src:
+                    stack.append(s)
+                    frames.append(iter(s.src))
+                    break
+                if s.op is buffer_op:
+                    ref[s] = (s.dtype, len(bufs), s.arg[1], s.arg[2])
+                    bufs.append(s)
+                else:
+                    ref[s] = s
+        else:
+            frames.pop()
+            n = stack.pop()
+            src = n.src
+            if len(src) == 2:
+                s0, s1 = src
+                if n.op is bind_op:  # the variable, without its value
+                    ref[n] = s0
+                    binds.append(n)
+                    continue
+                r0, r1 = ref[s0], ref[s1]
+                if r0 is s0 and r1 is s1:  # nothing to replace below: the node stands for itself
+                    ref[n] = n
+                    continue
+                extend((n.op, n.dtype, n.arg_key, 2, r0, r1))
+            elif len(src) == 1:
+                s0 = src[0]
+                r0 = ref[s0]
+                if r0 is s0:
+                    ref[n] = n
+                    continue
+                extend((n.op, n.dtype, n.arg_key, 1, r0))
+            elif src:
+                refs = [ref[s] for s in src]
+                if all(map(operator.is_, refs, src)):
+                    ref[n] = n
+                    continue
+                extend((n.op, n.dtype, n.arg_key, len(src)))
+                extend(refs)
+            elif n.op is buffer_op:  # a root with no sources
                 ref[n] = (n.dtype, len(bufs), n.arg[1], n.arg[2])
                 bufs.append(n)
+                continue
             else:
                 ref[n] = n
-            continue
-        op = n.op
-        if op is bind_op:
-            ref[n] = src[0]
-            binds.append(n)
-            continue
-        if len(src) == 2:
-            s0, s1 = src
-            r0, r1 = ref[s0], ref[s1]
-            if r0 is s0 and r1 is s1:  # nothing to replace below: the node stands for itself
-                ref[n] = n
                 continue
-            extend((op, n.dtype, n.arg_key, 2, r0, r1))
-        elif len(src) == 1:
-            s0 = src[0]
-            r0 = ref[s0]
-            if r0 is s0:
-                ref[n] = n
-                continue
-            extend((op, n.dtype, n.arg_key, 1, r0))
-        else:
-            refs = [ref[s] for s in src]
-            if all(map(operator.is_, refs, src)):
-                ref[n] = n
-                continue
-            extend((op, n.dtype, n.arg_key, len(src)))
-            extend(refs)
-        ref[n] = count
-        count += 1
-    return ProgramKey((tuple(flat), ref[nodes[-1]])), bufs, binds
+            ref[n] = count
+            count += 1
+    parts = (tuple(flat), ref[root])
+    return ProgramKey(parts if tag is None else (tag, *parts)), bufs, binds, ref
 
 
 def program_params(bufs: list[UOp]) -> tuple[UOp, ...]:
@@ -699,16 +720,28 @@ class _Program:
         return self.planned
 
 
-def _new_program(key: ProgramKey, sink: UOp, bufs: list[UOp], binds: list[UOp]) -> _Program:
+def _lower_program(sink: UOp, binds: list[UOp], on_cycle: Callable[[UOp], UOp] | None) -> UOp:
+    """`sink` lowered uncached, its variables taken out first (each BIND becomes its
+    variable, so no kernel keeps this call's values); a kernel graph with a cycle is lowered
+    again as ``on_cycle(graph)`` when given."""
+    graph = sink.substitute({b: b.src[0] for b in binds}) if binds else sink
+    try:
+        return _lower_all(graph, None, use_cache=False)
+    except CycleError:
+        if on_cycle is None:
+            raise
+        return _lower_all(on_cycle(graph), None, use_cache=False)
+
+
+def _new_program(key: ProgramKey, sink: UOp, bufs: list[UOp], binds: list[UOp],
+                 on_cycle: Callable[[UOp], UOp] | None = None) -> _Program:
     """Lower `sink` (uncached: the program is the cache entry) and make its schedule the
     program's: ``bufs[i]`` becomes ``PARAM(i)`` in the calls' arguments.
 
     The same schedule as lowering ``program_body(sink, bufs, binds)``, for less: fusion reads no
     buffer's identity (a BUFFER and a PARAM are both base states to it), so only the arguments
-    of the few calls are renamed, not every node above a buffer. Variables are taken out of
-    the graph first (each BIND becomes its variable), so no kernel keeps this call's values."""
-    graph = sink.substitute({b: b.src[0] for b in binds}) if binds else sink
-    lowered = _lower_all(graph, None, use_cache=False)
+    of the few calls are renamed, not every node above a buffer."""
+    lowered = _lower_program(sink, binds, on_cycle)
     if lowered.op is not Ops.LINEAR:
         raise ScheduleError(f"the schedule pipeline must give a LINEAR, got {lowered.short()}")
     params = program_params(bufs)
@@ -736,22 +769,36 @@ def _bind(t: _Template, bufs: list[UOp]) -> UOp:
                                           c.arg) for c in t.linear.src]))
 
 
-def create_linear_for_sink(sink: UOp, nodes: list[UOp] | None = None) -> tuple[UOp, dict[str, int]]:
-    """``create_linear_with_vars(CALL(program_body(sink, ...), *buffers, *binds))``.
+def create_linear_for_program(
+    key: ProgramKey, bufs: list[UOp], binds: list[UOp], make_sink: Callable[[], UOp],
+    on_cycle: Callable[[UOp], UOp] | None = None,
+) -> tuple[UOp, dict[str, int]]:
+    """``create_linear_with_vars(CALL(program_body(make_sink(), bufs, binds), *bufs, *binds))``,
+    cached by `key`.
 
-    `sink` is a tensor-level SINK over concrete BUFFERs, `nodes` its toposort when the
-    caller has it. With SCACHE on, the schedule is cached by `program_key` (the structure
-    of `sink`, buffers by position, variables without their values), so a hit builds no
-    body and lowers nothing: the cached planned schedule is bound to this sink's buffers,
-    with fresh arenas and internal buffers. Same results as `create_linear_with_vars`
-    (kernels, order, offsets, var_vals), the same capture under CAPTURING, and the same
-    `ScheduleError`s.
+    `make_sink()` gives the tensor-level SINK over concrete BUFFERs that `key` describes, with
+    `bufs` its BUFFERs and `binds` its BINDs (`program_key` gives all three for a sink; a
+    caller may derive key and sink from another graph, under a tag of its own). With SCACHE on,
+    `make_sink` is called only on a miss: a hit binds the cached planned schedule to `bufs`,
+    with fresh arenas and internal buffers. A sink whose kernel graph has a cycle is scheduled
+    as ``on_cycle(sink)`` when given (`CycleError` otherwise). Same results as
+    `create_linear_with_vars` (kernels, order, offsets, var_vals), the same capture under
+    CAPTURING, and the same `ScheduleError`s.
     """
     start = time.perf_counter()
-    key, bufs, binds = program_key(sink.toposort() if nodes is None else nodes)
     if not SCACHE.value:
-        body = program_body(sink, bufs, binds)
-        return create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (body, *bufs, *binds)))
+        sink = make_sink()
+
+        def uncached(s: UOp) -> tuple[UOp, dict[str, int]]:
+            body = program_body(s, bufs, binds)
+            return create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (body, *bufs, *binds)))
+
+        try:
+            return uncached(sink)
+        except CycleError:
+            if on_cycle is None:
+                raise
+            return uncached(on_cycle(sink))
     with _cache_lock:
         prog = _programs.get(key)
         hit = prog is not None
@@ -759,7 +806,7 @@ def create_linear_for_sink(sink: UOp, nodes: list[UOp] | None = None) -> tuple[U
         if hit:  # by the stored key: found by identity, not compared part by part again
             _programs.move_to_end(prog.key)
     if prog is None:
-        prog = _new_program(key, sink, bufs, binds)
+        prog = _new_program(key, make_sink(), bufs, binds, on_cycle)
         with _cache_lock:
             prog = _programs.setdefault(key, prog)
             while len(_programs) > SCHEDULE_CACHE_SIZE:
@@ -774,3 +821,14 @@ def create_linear_for_sink(sink: UOp, nodes: list[UOp] | None = None) -> tuple[U
     planned = _bind(prog.template(not NO_MEMORY_PLANNER.value), bufs)
     _check_and_report(planned, bufs, start, hit)
     return planned, var_vals
+
+
+def create_linear_for_sink(sink: UOp) -> tuple[UOp, dict[str, int]]:
+    """``create_linear_with_vars(CALL(program_body(sink, ...), *buffers, *binds))``.
+
+    `sink` is a tensor-level SINK over concrete BUFFERs. With SCACHE on, the schedule is
+    cached by `program_key` (the structure of `sink`, buffers by position, variables without
+    their values): see `create_linear_for_program`.
+    """
+    key, bufs, binds, _ = program_key(sink)
+    return create_linear_for_program(key, bufs, binds, lambda: sink)

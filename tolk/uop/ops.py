@@ -316,7 +316,7 @@ class UOp:
         node.op, node.dtype, node.src, node.arg = op, dtype, src, arg
         node.arg_key = arg_key
         node._key = None
-        node._cache = None
+        node._cache = {}  # made with the node: threads never race to create it
         ref = _Ref(node, _drop)
         ref.key = k
         # insert-if-absent is one atomic dict operation: two threads building one node get one

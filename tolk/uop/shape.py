@@ -131,22 +131,18 @@ def _cached(u: UOp, name: str, infer) -> object:
     """``u._cache[name]``, computing ``infer(n)`` for every node below `u` that lacks it,
     children first and without recursion (so `infer` may read its sources' values)."""
     cache = u._cache
-    if cache is not None and name in cache:
+    if name in cache:
         return cache[name]
     for s in u.src:
-        if s._cache is None or name not in s._cache:
+        if name not in s._cache:
             break
     else:  # a new node over known sources, as a tensor op builds it: no walk
-        if cache is None:
-            cache = u._cache = {}
         cache[name] = value = infer(u)
         return value
-    for n in u.toposort(enter=lambda n: n._cache is None or name not in n._cache):
-        if n._cache is None:
-            n._cache = {}
+    for n in u.toposort(enter=lambda n: name not in n._cache):
         if name not in n._cache:
             n._cache[name] = infer(n)
-    return u._cache[name]
+    return cache[name]
 
 
 def shape_of(u: UOp) -> Shape:
@@ -162,9 +158,9 @@ def _infer_noting_device(n: UOp) -> Shape:
     if own is not None:
         n._cache["device"] = own(n)
     elif n.src:
-        first = n.src[0]._cache
-        if first is not None and first.get("device") is not None:
-            n._cache["device"] = first["device"]
+        first = n.src[0]._cache.get("device")
+        if first is not None:
+            n._cache["device"] = first
     return _infer(n)
 
 
@@ -184,7 +180,7 @@ def device_of(u: UOp) -> str | None:
     n: UOp | None = u
     while n is not None:
         cache = n._cache
-        if cache is not None and "device" in cache:
+        if "device" in cache:
             device = cache["device"]
         elif n.op in _OWN_DEVICE:
             device = _OWN_DEVICE[n.op](n)
@@ -214,6 +210,4 @@ _OWN_DEVICE = {
 
 
 def _remember_device(n: UOp, device: str | None) -> None:
-    if n._cache is None:
-        n._cache = {}
     n._cache["device"] = device
