@@ -19,7 +19,10 @@ with `time.perf_counter` (``--clock process_time`` for CPU time on a loaded mach
 and both results are freed before the next repeat so every repeat builds its LINEAR cold
 (no intern-table hits). Reported: medians over the repeats. Each shape and size is measured in
 a fresh Python process (``--in-process``: all in this one), so the heap left by an earlier graph
-(a 100k-kernel graph is some 400k nodes) does not shape a later measurement.
+(a 100k-kernel graph is some 400k nodes) does not shape a later measurement. ``--rounds N``
+measures every cell N times, one pass over all cells after another; cells are medians over the
+rounds, and the 100k/1k ratio is the median of each round's own ratio (this machine's speed
+drifts by up to 2x within minutes, and small graphs, which fit in the CPU caches, swing most).
 
 `memory_plan_rewrite` is skipped where its projected time for one run (extrapolated from the
 previous size with the measured growth exponent) exceeds ``--plan-budget`` seconds; pass
@@ -188,6 +191,9 @@ def main() -> None:
     ap.add_argument("--in-process", action="store_true",
                     help="measure every shape and size in this process (default: a fresh process "
                          "for each)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measure every shape and size this many times, one pass after another; "
+                         "cells and ratios are medians over the rounds")
     ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     opts = ap.parse_args()
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
@@ -198,38 +204,58 @@ def main() -> None:
 
     reps = ", ".join(f"{n}: {REPEATS.get(n, 1)}" for n in opts.sizes)
     print(f"Python {sys.version.split()[0]}; time.{opts.clock}; "
-          f"medians of repeats per size ({reps}); "
+          f"medians of repeats per size ({reps}); {opts.rounds} round(s), medians over rounds; "
           "gc.collect() before and gc.disable() during every timed repeat; "
           "graph construction not timed.\n")
-    rows: list[str] = []
-    per_kernel: dict[tuple[str, int], tuple[float, float | None]] = {}
+    # (shape, n) -> one (create_schedule µs/kernel, memory_plan_rewrite µs/kernel) per round
+    cells: dict[tuple[str, int], list[tuple[float, float | None]]] = {}
+    plans: dict[tuple[str, int], bool] = {}  # decided in the first round, kept after
     notes: list[str] = []
+    for r in range(opts.rounds):
+        for shape in opts.shapes:
+            prev: tuple[int, float] | None = None  # (n, plan seconds) of the last planned size
+            growth = 2.0  # assumed exponent of the planner's time in n until measured
+            for n in opts.sizes:
+                if (shape, n) not in plans:
+                    plans[shape, n] = True
+                    if prev is not None and not opts.full:
+                        projected = prev[1] * (n / prev[0]) ** growth
+                        if projected > opts.plan_budget:
+                            plans[shape, n] = False
+                            notes.append(f"{shape} {n}: memory_plan_rewrite skipped, projected "
+                                         f"{projected:.0f} s for one run (growth "
+                                         f"n^{growth:.2f}); --full runs it")
+                plan = plans[shape, n]
+                if opts.in_process:
+                    sched, mem = measure(shape, n, plan, opts.clock)
+                else:
+                    sched, mem = _in_worker(shape, n, plan, opts.clock)
+                if mem is not None:
+                    if prev is not None:
+                        growth = max(1.0, math.log(mem / prev[1]) / math.log(n / prev[0]))
+                    prev = (n, mem)
+                cells.setdefault((shape, n), []).append(
+                    (sched / n * 1e6, mem / n * 1e6 if mem is not None else None))
+                print(f"  done: round {r + 1}: {shape} {n}", file=sys.stderr, flush=True)
+
+    def median_of(shape: str, n: int, which: int) -> float | None:
+        vals = [c[which] for c in cells[shape, n] if c[which] is not None]
+        return statistics.median(vals) if vals else None
+
+    rows: list[str] = []
     for shape in opts.shapes:
-        prev: tuple[int, float] | None = None  # (n, plan seconds) of the last planned size
-        growth = 2.0  # assumed exponent of the planner's time in n until measured
         for n in opts.sizes:
-            plan = True
-            if prev is not None and not opts.full:
-                projected = prev[1] * (n / prev[0]) ** growth
-                if projected > opts.plan_budget:
-                    plan = False
-                    notes.append(f"{shape} {n}: memory_plan_rewrite skipped, projected "
-                                 f"{projected:.0f} s for one run (growth n^{growth:.2f}); "
-                                 "--full runs it")
-            if opts.in_process:
-                sched, mem = measure(shape, n, plan, opts.clock)
-            else:
-                sched, mem = _in_worker(shape, n, plan, opts.clock)
-            if mem is not None:
-                if prev is not None:
-                    growth = max(1.0, math.log(mem / prev[1]) / math.log(n / prev[0]))
-                prev = (n, mem)
-            per_kernel[shape, n] = (sched / n * 1e6, mem / n * 1e6 if mem is not None else None)
-            s_us, m_us = per_kernel[shape, n]
+            s_us, m_us = median_of(shape, n, 0), median_of(shape, n, 1)
             m_cell = f"{m_us:.1f}" if m_us is not None else "skipped"
             t_cell = f"{s_us + m_us:.1f}" if m_us is not None else "n/a"
             rows.append(f"| {shape} | {n} | {s_us:.1f} | {m_cell} | {t_cell} |")
-            print(f"  done: {shape} {n}", file=sys.stderr, flush=True)
+
+    def ratio(shape: str, which: int, lo: int, hi: int) -> float | None:
+        """Median over rounds of the per-kernel ratio hi/lo, each round's sizes measured
+        minutes apart at most (a machine whose speed drifts moves both sides of a round)."""
+        pairs = [(a[which], b[which]) for a, b in zip(cells[shape, lo], cells[shape, hi])]
+        vals = [b / a for a, b in pairs if a and b]
+        return statistics.median(vals) if vals else None
 
     print("| shape | kernels | create_schedule µs/kernel | memory_plan_rewrite µs/kernel "
           "| total µs/kernel |")
@@ -237,17 +263,17 @@ def main() -> None:
     print("\n".join(rows))
     lo, mid, hi = min(opts.sizes), 10_000, max(opts.sizes)
     print(f"\ncreate_schedule per-kernel ratio {hi // 1000}k/{lo // 1000}k "
-          f"(goal <= {SCALING_GOAL}):")
+          f"(goal <= {SCALING_GOAL}; median over rounds of each round's ratio):")
     for shape in opts.shapes:
-        r = per_kernel[shape, hi][0] / per_kernel[shape, lo][0]
-        m_lo, m_hi = per_kernel[shape, lo][1], per_kernel[shape, hi][1]
-        m = f"{m_hi / m_lo:.2f}" if m_lo and m_hi else "n/a (skipped)"
-        print(f"- {shape}: {r:.2f} {'ok' if r <= SCALING_GOAL else 'MISSED'}"
-              f" (memory_plan_rewrite: {m})")
+        r = ratio(shape, 0, lo, hi)
+        m = ratio(shape, 1, lo, hi)
+        each = ", ".join(f"{b[0] / a[0]:.2f}" for a, b in zip(cells[shape, lo], cells[shape, hi]))
+        print(f"- {shape}: {r:.2f} {'ok' if r <= SCALING_GOAL else 'MISSED'} (rounds: {each}; "
+              f"memory_plan_rewrite: {f'{m:.2f}' if m is not None else 'n/a (skipped)'})")
     if mid in opts.sizes:
         print(f"\ncreate_schedule at {mid} kernels (goal < {SPEED_GOAL_US:.0f} µs/kernel):")
         for shape in opts.shapes:
-            us = per_kernel[shape, mid][0]
+            us = median_of(shape, mid, 0)
             print(f"- {shape}: {us:.1f} µs/kernel {'ok' if us < SPEED_GOAL_US else 'MISSED'}")
     if notes:
         print("\nNotes:")

@@ -276,8 +276,8 @@ def test_realize_keys_its_program_by_the_tensors_graph_and_which_tensors_are_out
         info = schedule_cache_info()
         assert (info.hits, info.misses) == (4 * rounds, 4)
     t = Tensor(rnd(2)) + 1
-    root = UOp.sink(t.uop)
-    assert program_key(root, "realize")[0] != program_key(root)[0]  # a tag keeps keys apart
-    assert program_key(root, "realize")[0] == program_key(UOp.sink((Tensor(rnd(2)) + 1).uop), "realize")[0]
+    root = t.uop
+    assert program_key(root, tag="realize")[0] != program_key(root)[0]  # a tag keeps keys apart
+    assert program_key(root, tag="realize")[0] == program_key((Tensor(rnd(2)) + 1).uop, tag="realize")[0]
 
 

@@ -537,6 +537,9 @@ def test_program_key_lists_buffers_and_binds_in_toposort_order():
     _, bufs, binds, nodes = program_key(root)
     assert bufs == [b1, b2] and binds == [bn]
     assert list(nodes) == root.toposort()
+    key, bufs, binds, nodes = program_key(*root.src)  # several roots: the graph under them all
+    assert bufs == [b1, b2] and binds == [bn] and list(nodes) == root.toposort()[:-1]
+    assert key != program_key(root)[0] and key != program_key(root.src[1], root.src[0])[0]
 
 
 def test_program_key_of_a_very_deep_graph_needs_no_recursion():

@@ -7,6 +7,7 @@ import pytest
 
 import tolk
 from tolk import Tensor, Variable
+from tolk.dtype import dtypes
 from tolk.errors import ShapeError
 from tolk.schedule import schedule_cache_clear, schedule_cache_info
 
@@ -156,3 +157,17 @@ def test_a_cached_program_keeps_no_buffer_or_value_of_the_realize_that_made_it()
     assert schedule_cache_info().hits > hits
     for o, want in zip(outs, reference(*second, n=6)):
         np.testing.assert_allclose(o.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_constant_output_next_to_a_bind_of_its_value_keeps_its_buffer_on_a_cache_hit():
+    # the walk meets the constant 3 inside BIND(n, 3) when n is 3, and only as an output when
+    # n is 4: the two realizes share one program, and each output keeps its own buffer
+    from tolk.uop.ops import UOp
+
+    v = Variable("n", 1, 12)
+    for n in (3, 4, 3):
+        y = Tensor(A)[:, : v.bind(n)] * 2
+        c = Tensor(UOp.const(dtypes.int32, 3))
+        Tensor.realize(y, c)
+        np.testing.assert_array_equal(y.numpy(), A[:, :n] * 2)
+        assert c.item() == 3

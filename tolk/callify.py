@@ -36,7 +36,7 @@ from tolk.runtime.device import typed_view
 from tolk.schedule import create_linear_for_program, program_key
 from tolk.tensor import IdentityWeakSet, Tensor, _base_and_chain, _lazy, _lazy_views, _views
 from tolk.uop.ops import GroupOp, Ops, UOp
-from tolk.uop.shape import max_numel, shape_syms
+from tolk.uop.shape import device_of, max_numel, shape_of, shape_syms
 
 # Called as hook(planned LINEAR, var_vals, seconds spent scheduling) for every realize.
 schedule_hooks: list = []
@@ -64,7 +64,8 @@ def _register_view(t: Tensor) -> None:
 
 
 class _Substitution:
-    """``graph.substitute(mapping)`` for many graphs, sharing one memo. `mapping` may grow
+    """``graph.substitute(mapping)`` for many graphs, sharing one memo (BIND nodes are kept
+    whole: the value bound is a number, never a state or an output). `mapping` may grow
     between calls as long as no graph substituted before contains a key added later."""
 
     def __init__(self, mapping: dict[UOp, UOp]):
@@ -81,11 +82,14 @@ class _Substitution:
         if u in out:
             return out[u]
 
-        def enter(n: UOp) -> bool:
-            return n is u or (n not in mapping and n not in out)
+        def enter(n: UOp) -> bool:  # a BIND's value is a number, not a graph to substitute in
+            return n is u or (n not in mapping and n not in out and n.op is not Ops.BIND)
 
         for n in u.toposort(enter=enter):
             if n is not u and (n in mapping or n in out):
+                continue
+            if n.op is Ops.BIND:
+                out[n] = n
                 continue
             src = tuple(mapping[s] if s in mapping else out[s] for s in n.src)
             out[n] = n if src == n.src else UOp(n.op, n.dtype, src, n.arg)
@@ -175,15 +179,18 @@ def _outputs(tensors: list[Tensor]) -> tuple[list[Tensor], list[UOp]]:
 
 def _inner_first(computed: list[Tensor], nodes) -> list[Tensor]:
     """`computed` ordered as their graphs come in `nodes` (children first), so `_build_sink`
-    substitutes inner outputs into the later ones."""
+    substitutes inner outputs into the later ones; outputs without sources first, in the order
+    given (they contain no other output, and where the walk meets a constant can depend on
+    the value of a BIND, which the program key leaves out)."""
     if len(computed) < 2:
         return computed
     pos = {n: i for i, n in enumerate(nodes)}
-    return sorted(computed, key=lambda t: pos[t.uop])
+    return sorted(computed, key=lambda t: pos[t.uop] if t.uop.src else -1)
 
 
 def _out_buffer(t: Tensor) -> UOp:
-    return UOp.buffer(t.dtype, max_numel(t.shape), t.device)
+    u = t.uop
+    return UOp.buffer(u.dtype, max_numel(shape_of(u)), device_of(u) or "CPU")
 
 
 def _shape_binds(t: Tensor) -> tuple[UOp, ...]:
@@ -268,22 +275,21 @@ def realize(tensors, run: bool = True):
     The schedule is cached by the `program_key` of the graphs to compute (the computed tensors'
     and the pending assign states, tagged: the SINK of realizations is a function of them), so a
     cache hit walks those graphs once and builds only the output buffers, not the SINK."""
-    start = time.perf_counter()
-    tensors = list({id(t): t for t in tensors}.values())
+    start = time.perf_counter() if schedule_hooks else 0.0
     for t in tensors:
         if not isinstance(t, Tensor):
             raise TypeError(f"realize takes Tensors, got {type(t).__name__}")
-    tensors = list({id(r): r for r in map(_root, tensors)}.values())
+    tensors = list({id(r): r for r in map(_root, tensors)}.values())  # each root once
     finals: dict[UOp, UOp] = {}
     computed, pending = _outputs(tensors)
-    key, bufs, binds, nodes = program_key(UOp.sink(*(t.uop for t in computed), *pending), _REALIZE)
+    key, bufs, binds, nodes = program_key(*(t.uop for t in computed), *pending, tag=_REALIZE)
     if run:
         more, finals = _closure(tensors, nodes)
         if more is not tensors:
             tensors = more
             computed, pending = _outputs(tensors)
             key, bufs, binds, nodes = program_key(
-                UOp.sink(*(t.uop for t in computed), *pending), _REALIZE)
+                *(t.uop for t in computed), *pending, tag=_REALIZE)
     if not computed and not pending:
         return (UOp(Ops.LINEAR, src=()), {}) if not run else None
     computed = _inner_first(computed, nodes)

@@ -1094,15 +1094,11 @@ class Tensor:
 
     def assign(self, x: Tensor | Scalar) -> Tensor:
         """Store `x` into this tensor's buffer in place; views of it see the new data."""
-        from tolk.callify import assign
-
-        return assign(self, x)
+        return _callify.assign(self, x)
 
     def realize(self, *others: Tensor) -> Tensor:
         """Compute this tensor (and `others`) now, in one schedule."""
-        from tolk.callify import realize
-
-        realize((self, *others))
+        _callify.realize((self, *others))
         return self
 
     def schedule_linear(self, *others: Tensor):
@@ -1111,15 +1107,11 @@ class Tensor:
 
     def linear_with_vars(self, *others: Tensor):
         """``(planned LINEAR, var_vals)`` that `realize` would run; nothing runs."""
-        from tolk.callify import realize
-
-        return realize((self, *others), run=False)
+        return _callify.realize((self, *others), run=False)
 
     def numpy(self) -> np.ndarray:
         """The values as a new numpy array (bfloat16 comes back as float32)."""
-        from tolk.callify import to_numpy
-
-        return to_numpy(self)
+        return _callify.to_numpy(self)
 
     def item(self) -> Scalar:
         if self.numel() != 1:
@@ -1299,3 +1291,8 @@ def _from_host(arr: np.ndarray, d: DType, device: str) -> UOp:
 
 
 __all__ = ["Tensor"]
+
+# realize and friends live in callify, which builds on this module: imported last, so each
+# call finds it in a module global instead of running an import statement (every realize,
+# cache hits included, goes through here)
+from tolk import callify as _callify  # noqa: E402

@@ -537,11 +537,12 @@ def _variables_of(calls: list[UOp]) -> tuple[set[str], list[UOp]]:
 
 def _check_and_report(planned: UOp, held: list[UOp], start: float, hit: bool) -> None:
     """Under DEBUG: verify the planned schedule (>= 3) and print a line about it (>= 1)."""
-    if DEBUG.value >= 3:  # prove the planned schedule valid before anything runs it
+    debug = DEBUG.value
+    if debug >= 3:  # prove the planned schedule valid before anything runs it
         from tolk.schedule.verify import verify_linear
 
         verify_linear(planned, held)
-    if DEBUG.value >= 1:
+    if debug >= 1:
         st = linear_stats(planned)
         print(f"schedule: {len(planned.src):5d} kernels in "
               f"{(time.perf_counter() - start) * 1e3:8.2f} ms | cache {'hit' if hit else 'miss'}"
@@ -571,18 +572,19 @@ class ProgramKey:
                 and self.parts == other.parts)
 
 
-def program_key(root: UOp, tag: Any = None) -> tuple[ProgramKey, list[UOp], list[UOp], dict[UOp, Any]]:
-    """``(key, buffers, binds, nodes)`` of the tensor graph under `root`, in one walk.
+def program_key(*roots: UOp, tag: Any = None) -> tuple[ProgramKey, list[UOp], list[UOp], dict[UOp, Any]]:
+    """``(key, buffers, binds, nodes)`` of the tensor graph under `roots`, in one walk.
 
-    `nodes` holds every node under `root` as a dict's keys, in ``root.toposort()`` order;
-    `buffers` are the graph's BUFFERs and `binds` its BINDs, in that order. The key describes
-    the graph with the i-th buffer standing for ``PARAM(i)`` of its dtype, device and size
-    and every BIND for its variable: two graphs have equal keys only if `program_body` gives
-    them one body, so the same computation on other buffers or at other values of its
-    variables has the key of the first, while one buffer read twice and two buffers read once
-    each do not. Keys of another `tag` never equal these (a caller that derives the program
-    from the graph in its own way keeps its programs apart). Builds no node: a subgraph with
-    no BUFFER or BIND below it is interned, so its root stands for the whole of it.
+    `nodes` holds every node under `roots` as a dict's keys, in ``UOp.sink(*roots).toposort()``
+    order (the SINK left out); `buffers` are the graph's BUFFERs and `binds` its BINDs, in that
+    order. The key describes the graph with the i-th buffer standing for ``PARAM(i)`` of its
+    dtype, device and size and every BIND for its variable: two graphs have equal keys only if
+    `program_body` gives them one body, so the same computation on other buffers or at other
+    values of its variables has the key of the first, while one buffer read twice and two
+    buffers read once each do not. Keys of another `tag` never equal these (a caller that
+    derives the program from the graph in its own way keeps its programs apart). Builds no
+    node: a subgraph with no BUFFER or BIND below it is interned, so its root stands for the
+    whole of it.
     """
     # node -> its part of the key: the node itself, a buffer tuple, a variable, or the index
     # of its record; its keys are the walk's output, children first
@@ -595,7 +597,8 @@ def program_key(root: UOp, tag: Any = None) -> tuple[ProgramKey, list[UOp], list
     # names bound to locals, leaves described where they are met, sources of one and two
     # spelled out
     extend, buffer_op, bind_op = flat.extend, Ops.BUFFER, Ops.BIND
-    stack, frames = [root], [iter(root.src)]
+    stack: list[UOp | None] = [None]  # None: the roots' own frame, below every node
+    frames = [iter(roots)]
     while frames:
         for s in frames[-1]:  # resume the sources of the node on top where we left off
             if s not in ref:
@@ -611,6 +614,8 @@ def program_key(root: UOp, tag: Any = None) -> tuple[ProgramKey, list[UOp], list
         else:
             frames.pop()
             n = stack.pop()
+            if n is None:
+                break
             src = n.src
             if len(src) == 2:
                 s0, s1 = src
@@ -630,23 +635,16 @@ def program_key(root: UOp, tag: Any = None) -> tuple[ProgramKey, list[UOp], list
                     ref[n] = n
                     continue
                 extend((n.op, n.dtype, n.arg_key, 1, r0))
-            elif src:
+            else:
                 refs = [ref[s] for s in src]
                 if all(map(operator.is_, refs, src)):
                     ref[n] = n
                     continue
                 extend((n.op, n.dtype, n.arg_key, len(src)))
                 extend(refs)
-            elif n.op is buffer_op:  # a root with no sources
-                ref[n] = (n.dtype, len(bufs), n.arg[1], n.arg[2])
-                bufs.append(n)
-                continue
-            else:
-                ref[n] = n
-                continue
             ref[n] = count
             count += 1
-    parts = (tuple(flat), ref[root])
+    parts = (tuple(flat), tuple([ref[r] for r in roots]))
     return ProgramKey(parts if tag is None else (tag, *parts)), bufs, binds, ref
 
 
@@ -785,7 +783,8 @@ def create_linear_for_program(
     `create_linear_with_vars` (kernels, order, offsets, var_vals), the same capture under
     CAPTURING, and the same `ScheduleError`s.
     """
-    start = time.perf_counter()
+    debug = DEBUG.value
+    start = time.perf_counter() if debug else 0.0
     if not SCACHE.value:
         sink = make_sink()
 
@@ -811,7 +810,7 @@ def create_linear_for_program(
             prog = _programs.setdefault(key, prog)
             while len(_programs) > SCHEDULE_CACHE_SIZE:
                 _programs.popitem(last=False)
-    var_vals = _collect_var_vals((*binds, *prog.binds), prog.used)
+    var_vals = _collect_var_vals((*binds, *prog.binds), prog.used) if binds or prog.binds else {}
 
     from tolk.engine.realize import capturing
 
@@ -819,7 +818,8 @@ def create_linear_for_program(
         capturing[0].add_linear(_bind(prog.resolved, bufs), var_vals)
         return UOp(Ops.LINEAR, src=()), var_vals
     planned = _bind(prog.template(not NO_MEMORY_PLANNER.value), bufs)
-    _check_and_report(planned, bufs, start, hit)
+    if debug:
+        _check_and_report(planned, bufs, start, hit)
     return planned, var_vals
 
 
