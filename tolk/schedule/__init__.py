@@ -718,17 +718,24 @@ class _Program:
         return self.planned
 
 
+def _retrying_cycles(schedule: Callable[[UOp], Any], sink: UOp,
+                     on_cycle: Callable[[UOp], UOp] | None) -> Any:
+    """``schedule(sink)``; when its kernel graph has a cycle, ``schedule(on_cycle(sink))`` if
+    `on_cycle` is given (else the `CycleError` stands)."""
+    try:
+        return schedule(sink)
+    except CycleError:
+        if on_cycle is None:
+            raise
+        return schedule(on_cycle(sink))
+
+
 def _lower_program(sink: UOp, binds: list[UOp], on_cycle: Callable[[UOp], UOp] | None) -> UOp:
     """`sink` lowered uncached, its variables taken out first (each BIND becomes its
     variable, so no kernel keeps this call's values); a kernel graph with a cycle is lowered
     again as ``on_cycle(graph)`` when given."""
     graph = sink.substitute({b: b.src[0] for b in binds}) if binds else sink
-    try:
-        return _lower_all(graph, None, use_cache=False)
-    except CycleError:
-        if on_cycle is None:
-            raise
-        return _lower_all(on_cycle(graph), None, use_cache=False)
+    return _retrying_cycles(lambda g: _lower_all(g, None, use_cache=False), graph, on_cycle)
 
 
 def _new_program(key: ProgramKey, sink: UOp, bufs: list[UOp], binds: list[UOp],
@@ -786,18 +793,12 @@ def create_linear_for_program(
     debug = DEBUG.value
     start = time.perf_counter() if debug else 0.0
     if not SCACHE.value:
-        sink = make_sink()
 
         def uncached(s: UOp) -> tuple[UOp, dict[str, int]]:
             body = program_body(s, bufs, binds)
             return create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (body, *bufs, *binds)))
 
-        try:
-            return uncached(sink)
-        except CycleError:
-            if on_cycle is None:
-                raise
-            return uncached(on_cycle(sink))
+        return _retrying_cycles(uncached, make_sink(), on_cycle)
     with _cache_lock:
         prog = _programs.get(key)
         hit = prog is not None
