@@ -14,8 +14,8 @@ first: the first cold run of the program in its process (tinygrad keeps functool
 UOps beyond its schedule cache, so its later cold runs are faster). cold: schedule caches
 cleared (tolk ``schedule_cache_clear()``, tinygrad ``tinygrad.schedule.schedule_cache.clear()``),
 fresh graph. cached: a fresh identical graph scheduled again with the cache warm. Medians of
---repeats (tinygrad) and --tolk-repeats (tolk); ``gc.collect()`` before and the collector off
-during each timed call. ``--rounds N`` measures every cell N times, one pass over all cells after
+--repeats (tinygrad) and --tolk-repeats (tolk); ``gc.collect()`` before each graph is built
+and the collector off during each timed call. ``--rounds N`` measures every cell N times, one pass over all cells after
 another, and reports the median of the N values (a machine whose load drifts moves one round). Times are CPU time of this process (`time.process_time`,
 robust to other load on the machine; both libraries schedule on one thread).
 arena/floor: planned arena bytes over the peak of live bytes of the unplanned schedule (tolk:
@@ -64,8 +64,8 @@ GOAL_SPEEDUP, GOAL_SCALE, GOAL_HIT = 10.0, 5.5, 0.1
 
 def _timed(fn):
     """(CPU seconds of this process, result): both libraries schedule on one thread, and CPU
-    time does not count the time other processes on a busy machine take from us."""
-    gc.collect()
+    time does not count the time other processes on a busy machine take from us. The
+    collector is off; `_runs` collects before building the graph."""
     gc.disable()
     try:
         st = time.process_time()
@@ -82,6 +82,10 @@ def _runs(build, clear, repeats):
         lin = None  # free the previous schedule before building the next graph
         if clear:
             clear()
+        # collected before the build, not between build and schedule: a full collection walks
+        # the whole heap and leaves the CPU caches cold, a fixed ~0.05-0.1 ms that no realize
+        # right after building its graph pays (a tenth of a small program's cache hit)
+        gc.collect()
         t = build()
         dt, lin = _timed(t.schedule_linear)
         times.append(dt)

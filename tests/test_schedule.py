@@ -14,6 +14,7 @@ from tolk.dtype import dtypes
 from tolk.engine.realize import capturing
 from tolk.helpers import Context
 from tolk.schedule import (
+    ProgramKey,
     ScheduleError,
     create_linear_for_sink,
     create_linear_with_vars,
@@ -540,6 +541,21 @@ def test_program_key_lists_buffers_and_binds_in_toposort_order():
     key, bufs, binds, nodes = program_key(*root.src)  # several roots: the graph under them all
     assert bufs == [b1, b2] and binds == [bn] and list(nodes) == root.toposort()[:-1]
     assert key != program_key(root)[0] and key != program_key(root.src[1], root.src[0])[0]
+
+
+def test_program_keys_that_differ_where_their_hash_does_not_look_stay_apart():
+    # a long part is hashed at spaced positions only; equality still compares it whole
+    flat = tuple(range(1000))
+    a, b = ProgramKey((flat, ())), ProgramKey((flat[:1] + (-1,) + flat[2:], ()))
+    assert hash(a) == hash(b) and a != b
+    assert len({a: 1, b: 2}) == 2 and ProgramKey((flat, ())) == a
+    chain = [add(buf(1), buf(2))]
+    for i in range(200):
+        chain.append(UOp(Ops.MUL if i == 100 else Ops.ADD, F32, (chain[-1], buf(2))))
+    other = [add(buf(1), buf(2))]
+    for _ in range(200):
+        other.append(add(other[-1], buf(2)))
+    assert key_of(UOp.sink(chain[-1])) != key_of(UOp.sink(other[-1]))
 
 
 def test_program_key_of_a_very_deep_graph_needs_no_recursion():

@@ -554,15 +554,24 @@ def _check_and_report(planned: UOp, held: list[UOp], start: float, hit: bool) ->
 # programs: a tensor graph over concrete buffers, cached by its structure
 
 
+_HASH_SAMPLE = 64  # entries of a long part that a ProgramKey's hash reads
+
+
 class ProgramKey:
     """A `program_key`: its parts, with their hash taken once (the parts are one tuple entry
-    per node, and a dict would hash them all again on every lookup)."""
+    per node, and a dict would hash them all again on every lookup).
+
+    The hash reads a part of more than `_HASH_SAMPLE` entries at evenly spaced positions (and
+    its length) only: equal keys still hash equal, and a lookup that finds an equal hash
+    compares the parts whole, so a key only ever equals the same program's. A miss costs a
+    compare only against a key of equal hash, which stops at the first entry that differs."""
 
     __slots__ = ("_hash", "parts")
 
     def __init__(self, parts: tuple) -> None:
         self.parts = parts
-        self._hash = hash(parts)
+        self._hash = hash(tuple([p if type(p) is not tuple or len(p) <= _HASH_SAMPLE
+                                 else (len(p), p[::len(p) // _HASH_SAMPLE]) for p in parts]))
 
     def __hash__(self) -> int:
         return self._hash
@@ -766,12 +775,12 @@ def _bind(t: _Template, bufs: list[UOp]) -> UOp:
     bound = {p: bufs[p.arg[0]] for p in t.params}
     for b in t.fresh:
         bound[b] = UOp.internal_buffer(b.dtype, b.arg[2], b.arg[1])
-    get = bound.get
+    get = bound.get  # get(x, x): x bound, or x itself (a kernel AST, a buffer kept as is)
     for x in t.rebuilt:
-        bound[x] = UOp(x.op, x.dtype, tuple([get(s, s) for s in x.src]), x.arg)
+        bound[x] = UOp(x.op, x.dtype, tuple(map(get, x.src, x.src)), x.arg)
     call = Ops.CALL
-    return UOp(Ops.LINEAR, src=tuple([UOp(call, c.dtype, (c.src[0], *[get(a, a) for a in c.src[1:]]),
-                                          c.arg) for c in t.linear.src]))
+    return UOp(Ops.LINEAR, src=tuple([UOp(call, c.dtype, tuple(map(get, c.src, c.src)), c.arg)
+                                      for c in t.linear.src]))
 
 
 def create_linear_for_program(

@@ -274,9 +274,10 @@ def _canon(arg: Any) -> Any:
     if t is float:
         return (_FLOAT, arg, struct.pack("<d", arg))
     if t is tuple:
-        if all(type(a) in _PLAIN for a in arg):
-            return arg
-        return (_TUPLE, *(_canon(a) for a in arg))
+        for a in arg:  # a loop, not all(): shapes are most args, and this runs per new node
+            if type(a) not in _PLAIN:
+                return (_TUPLE, *(_canon(a) for a in arg))
+        return arg
     if t is Ops:
         return (_OP, arg.name)
     if t is DType:
