@@ -674,13 +674,15 @@ def program_body(root: UOp, bufs: list[UOp], binds: list[UOp]) -> UOp:
 class _Template:
     """A program's LINEAR over PARAMs, with what binding it to buffers must replace.
 
-    Invariant: `params` are the PARAM args, `fresh` the internal BUFFERs (negative slot) among
-    the args and their sources, and `rebuilt` the args and sources with a PARAM or a fresh
-    BUFFER below them (SLICE of an arena, MSTACK, MSELECT), sources before the nodes above.
+    Invariant: `params` are the PARAM args and `slots` their slots, `fresh` the internal
+    BUFFERs (negative slot) among the args and their sources, and `rebuilt` the args and
+    sources with a PARAM or a fresh BUFFER below them (SLICE of an arena, MSTACK, MSELECT),
+    sources before the nodes above.
     """
 
     linear: UOp
     params: tuple[UOp, ...]
+    slots: tuple[int, ...]
     fresh: tuple[UOp, ...]
     rebuilt: tuple[UOp, ...]
 
@@ -699,7 +701,8 @@ def _template(linear: UOp) -> _Template:
         else:
             continue
         replaced.add(n)
-    return _Template(linear, tuple(params), tuple(fresh), tuple(rebuilt))
+    return _Template(linear, tuple(params), tuple(p.arg[0] for p in params), tuple(fresh),
+                     tuple(rebuilt))
 
 
 @dataclass
@@ -772,7 +775,7 @@ def _new_program(key: ProgramKey, sink: UOp, bufs: list[UOp], binds: list[UOp],
 def _bind(t: _Template, bufs: list[UOp]) -> UOp:
     """`t`'s LINEAR with ``PARAM(i)`` -> ``bufs[i]`` and each internal BUFFER -> a fresh one,
     also inside SLICE, MSTACK and MSELECT args; kernel ASTs untouched."""
-    bound = {p: bufs[p.arg[0]] for p in t.params}
+    bound = dict(zip(t.params, map(bufs.__getitem__, t.slots)))
     for b in t.fresh:
         bound[b] = UOp.internal_buffer(b.dtype, b.arg[2], b.arg[1])
     get = bound.get  # get(x, x): x bound, or x itself (a kernel AST, a buffer kept as is)
