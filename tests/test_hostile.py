@@ -432,3 +432,48 @@ def test_an_allocation_failure_mid_schedule_does_not_apply_an_assign_twice(faili
         np.testing.assert_array_equal(y.numpy(), [4.0, 6.0])
         np.testing.assert_array_equal(z.numpy(), np.float32(15.0))
     assert raised >= 2
+
+# --- garbage collection -----------------------------------------------------------------------
+
+
+def test_assigns_leave_no_cyclic_garbage_holding_weak_references_to_the_tensor():
+    # each assign drops the view set of the superseded state; if that set were cyclic garbage,
+    # its weak references (with callbacks) to the tensor would live on until a collection
+    import gc
+    import weakref
+
+    gc.collect()
+    gc.disable()
+    try:
+        x = Tensor.empty(4, 4)
+        for _ in range(50):
+            x.assign(x + 1)
+        assert weakref.getweakrefcount(x) <= 2
+    finally:
+        gc.enable()
+
+
+def test_dropping_an_assign_chain_with_the_collector_left_to_itself_does_not_crash():
+    # the crash this pins: collections run while a dying tensor's weak references were
+    # being cleared, and freed some of them (the garbage view sets of its assigns)
+    import subprocess
+    import sys
+
+    code = (
+        "import gc\n"
+        "from tolk import Tensor\n"
+        "from tolk.schedule import schedule_cache_clear\n"
+        "for _ in range(9):\n"
+        "    schedule_cache_clear()\n"
+        "    gc.collect()\n"
+        "    x = Tensor.empty(64, 64)\n"
+        "    for _ in range(200):\n"
+        "        x.assign(x + 1)\n"
+        "    gc.disable()\n"
+        "    lin = x.schedule_linear()\n"
+        "    gc.enable()\n"
+        "    del x\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])

@@ -20,6 +20,7 @@ assign keep the old value (they are realized before the write when the assign ru
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from collections.abc import Sequence
@@ -50,15 +51,24 @@ def _is_base_state(u: UOp) -> bool:
 
 
 class IdentityWeakSet:
-    """A set of live objects compared by identity (Tensor's ``==`` builds a tensor)."""
+    """A set of live objects compared by identity (Tensor's ``==`` builds a tensor).
+
+    The callback that drops a dead member's entry reaches the set only weakly: a set that is
+    dropped dies at once with its references, never as cyclic garbage. (Garbage that holds
+    weak references with callbacks to a live object can crash CPython when that object dies:
+    the collector may run inside its weakref cleanup and free references the cleanup is
+    walking. An assign drops one set per assign.)"""
+
+    __slots__ = ("_refs", "_self", "__weakref__")
 
     def __init__(self) -> None:
         self._refs: dict[int, weakref.ref] = {}
+        self._self = weakref.ref(self)
 
     def add(self, obj: object) -> None:
         key = id(obj)
         if key not in self._refs:
-            self._refs[key] = weakref.ref(obj, lambda _, k=key, refs=self._refs: refs.pop(k, None))
+            self._refs[key] = weakref.ref(obj, functools.partial(_forget, self._self, key))
 
     def discard(self, obj: object) -> None:
         self._refs.pop(id(obj), None)
@@ -72,6 +82,13 @@ class IdentityWeakSet:
 
     def __len__(self) -> int:
         return len(self._refs)
+
+
+def _forget(owner: weakref.ref, key: int, _dead: weakref.ref) -> None:
+    """An `IdentityWeakSet` member died: drop its entry, if the set is still alive."""
+    s = owner()
+    if s is not None:
+        s._refs.pop(key, None)
 
 
 # Live tensors that are views of a base state (for assign), and lazy computed tensors (for
