@@ -190,3 +190,29 @@ def test_node_caches_filled_from_many_threads_at_once_keep_every_value():
             assert got == [((8, 8), "CPU", 1)] * THREADS, f"trial {trial}"
     finally:
         sys.setswitchinterval(old)
+
+
+def test_assigns_and_views_from_four_threads_with_frequent_switches():
+    # every realize with an assign walks the registry of views and rewrites live lazy tensors;
+    # with the interpreter switching threads every few bytecodes, a walk of the registry while
+    # another thread registers a view raised, and a rewrite of another thread's tensor could
+    # undo that thread's realize of it
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        def work(k):
+            for r in range(40):
+                a = rnd(4, 4, seed=10 * k + r)
+                z = Tensor(a)
+                rows = [z[i] for i in range(4)]  # views registered under z's state
+                z[1:3] = z[2:4] * 2 + 1
+                lazy = (z * 2).contiguous()  # a lazy reader of z's new state
+                want = a.copy()
+                want[1:3] = want[2:4] * 2 + 1
+                np.testing.assert_allclose(rows[1].numpy(), want[1])
+                np.testing.assert_allclose(lazy.numpy(), want * 2)
+
+        errors = run_threads(work)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors[0]

@@ -34,7 +34,8 @@ from tolk.errors import DeviceError, ShapeError
 from tolk.helpers import gc_paused, prod
 from tolk.runtime.device import typed_view
 from tolk.schedule import create_linear_for_program, program_key
-from tolk.tensor import IdentityWeakSet, Tensor, _base_and_chain, _lazy, _lazy_views, _views
+from tolk.tensor import (IdentityWeakSet, Tensor, _base_and_chain, _lazy, _lazy_views, _view_states,
+                         _views)
 from tolk.uop.ops import GroupOp, Ops, UOp
 from tolk.uop.shape import device_of, max_numel, shape_of, shape_syms
 
@@ -142,7 +143,7 @@ def _closure(tensors: list[Tensor], nodes):
         stop = set(finals.values())
         in_sink = set(nodes)
         candidates = [t for t in _lazy if id(t) not in chosen]
-        for state in list(_views.keys()):
+        for state in _view_states():
             if state.op is Ops.AFTER and state not in in_sink:
                 candidates.extend(t for t in list(_views.get(state, ()))[:1] if id(t) not in chosen)
         # a view is taken along through the tensor it views, so it stays a view of its buffer
@@ -328,13 +329,16 @@ def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
     if not finals:
         return
     sub = _Substitution({f: b for b, f in finals.items()})
-    for state in list(_views.keys()):
+    for state in _view_states():
         if state.op is Ops.AFTER and sub(state) is not state:
             for t in list(_views.pop(state, ())):
                 t.uop = sub(t.uop)
                 _register_view(t)
-    for t in list(_lazy):
-        t.uop = sub(t.uop)
+    for t in list(_lazy):  # written only where it changes: another thread's tensors are its own
+        old = t.uop
+        new = sub(old)
+        if new is not old:
+            t.uop = new
 
 
 def assign(target: Tensor, x) -> Tensor:

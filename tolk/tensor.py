@@ -98,6 +98,14 @@ _lazy = IdentityWeakSet()
 _lazy_views = IdentityWeakSet()  # the lazy tensors with a `_parent` (views of lazy tensors)
 
 
+def _view_states() -> list[UOp]:
+    """The states that live views are registered under, as a snapshot another thread cannot
+    disturb: iterating `_views` itself runs Python code between entries, and a view registered
+    by another thread meanwhile makes that iteration raise (copying the underlying dict's keys
+    is one step under the GIL)."""
+    return [s for r in list(_views.data) if (s := r()) is not None]
+
+
 def _norm_axis(axis: int, ndim: int) -> int:
     if not -ndim <= axis < max(ndim, 1):
         raise ShapeError(f"axis {axis} is out of range for a tensor of rank {ndim}")
