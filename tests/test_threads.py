@@ -216,3 +216,29 @@ def test_assigns_and_views_from_four_threads_with_frequent_switches():
     finally:
         sys.setswitchinterval(interval)
     assert not errors, errors[0]
+
+
+def test_a_capture_in_one_thread_records_none_of_another_threads_realizes():
+    # `capturing` is per thread: while one thread captures a jitted function, the others'
+    # realizes run (they were handed to the capture, which returned them an empty schedule),
+    # and two threads may capture at once
+    import tolk
+    from tolk.engine.realize import capturing
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        def work(k):
+            w = Tensor(rnd(6, 3, seed=k))
+            f = tolk.jit(lambda x, w: (x @ w).relu().sum(1))
+            for r in range(8):
+                a = rnd(4, 6, seed=10 * k + r)
+                want = np.maximum(a @ rnd(6, 3, seed=k), 0).sum(1)
+                got = f(Tensor(a), w) if k % 2 else (Tensor(a) @ w).relu().sum(1)
+                np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+            assert capturing == []
+
+        errors = run_threads(work)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors[0]

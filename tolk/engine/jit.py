@@ -1,8 +1,8 @@
 """Capture and replay: `tolk.jit(fn)` runs fn's schedules once, then replays them directly.
 
 Call 1 runs `fn` normally. Call 2 captures: a capturer is registered in
-``tolk.engine.realize.capturing``, so every schedule `fn` realizes is recorded (unplanned,
-not executed); when `fn` returns, its outputs are realized into the capture too, the
+``tolk.engine.realize.capturing`` (per thread), so every schedule `fn` realizes in this
+thread is recorded (unplanned, not executed; other threads' realizes run as usual); when `fn` returns, its outputs are realized into the capture too, the
 combined schedule is memory-planned once holding every input and output buffer, and run.
 Later calls replay: each input tensor's buffer is bound where the captured input was, the
 new variable values are passed, and the compiled kernels run in order with no scheduling.
@@ -11,13 +11,13 @@ Arguments may be Tensors and bound Variables in any mix (positional or keyword, 
 lists, tuples and dicts); any other value is a constant baked into the capture. Replay
 returns fresh output tensors each call. Inputs must keep their shapes, dtypes and devices
 (`JitError` otherwise); reading a tensor's data inside a captured function is an error (the
-value would be baked in), and captures do not nest.
+value would be baked in), and captures do not nest (within a thread; two threads may capture
+at once).
 """
 
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -29,8 +29,6 @@ from tolk.runtime.cpu import get_kernel
 from tolk.runtime.device import set_storage, typed_view
 from tolk.schedule import memory_plan_rewrite
 from tolk.uop.ops import Ops, UOp
-
-_capture_lock = threading.Lock()
 
 
 def _flatten(obj: Any, out: list) -> None:
@@ -121,10 +119,9 @@ class CapturedJit:
         self.in_sigs = [_signature(t) for t in tensors]
         self.var_names = [b.name for b in binds]
         cap = _Capturer()
-        with _capture_lock:
-            if capturing:
-                raise JitError("tolk.jit captures do not nest: a capture is already running")
-            capturing.append(cap)
+        if capturing:  # this thread's: other threads capture on their own
+            raise JitError("tolk.jit captures do not nest: a capture is already running")
+        capturing.append(cap)
         try:
             out = self.fn(*args, **kwargs)
             outs: list = []

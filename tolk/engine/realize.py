@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -12,10 +13,46 @@ from tolk.runtime.cpu import get_kernel
 from tolk.runtime.device import typed_view
 from tolk.uop.ops import Ops, UOp
 
+class ThreadList(threading.local):
+    """A list whose items belong to the calling thread (each thread sees only its own):
+    ``append``, ``remove``, ``clear``, indexing, ``len``, truth, iteration, ``==`` with a list."""
+
+    def __init__(self) -> None:
+        self.items: list = []
+
+    def append(self, item) -> None:
+        self.items.append(item)
+
+    def remove(self, item) -> None:
+        self.items.remove(item)
+
+    def clear(self) -> None:
+        self.items.clear()
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __eq__(self, other: object) -> bool:
+        return self.items == (other.items if isinstance(other, ThreadList) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self.items)
+
+
 # Objects with an ``add_linear(linear, var_vals)`` method. While one is registered (and the
 # CAPTURING flag is on), `tolk.schedule.create_linear_with_vars` hands every schedule to
-# ``capturing[0]`` unplanned and returns an empty LINEAR instead of a schedule to run.
-capturing: list = []
+# ``capturing[0]`` unplanned and returns an empty LINEAR instead of a schedule to run. Per
+# thread, like the flags: a capture (`tolk.jit`) records the schedules of the thread that runs
+# it, never another thread's realizes, and captures in two threads do not see each other.
+capturing = ThreadList()
 
 kernel_runs = [0]
 
