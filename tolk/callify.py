@@ -20,6 +20,11 @@ every older state of that buffer *superseded*. Invariants:
   after an assign), the superseded states are copied first (`_copy_old_states`);
 - a view of a lazy tensor is realized through that tensor, so views made before a realize
   stay views of its buffer (numpy's aliasing), and a write through them reaches it.
+
+Threads. Realizes in several threads share the schedule cache, the intern table and the
+registries of views and lazy tensors safely while each thread realizes and assigns tensors of
+its own (a jit capture records only its own thread's schedules); one tensor realized or
+assigned from two threads at once needs the caller's lock, as a numpy array would.
 """
 
 from __future__ import annotations
