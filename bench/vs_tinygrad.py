@@ -15,9 +15,10 @@ UOps beyond its schedule cache, so its later cold runs are faster). cold: schedu
 cleared (tolk ``schedule_cache_clear()``, tinygrad ``tinygrad.schedule.schedule_cache.clear()``),
 fresh graph. cached: a fresh identical graph scheduled again with the cache warm. Medians of
 --repeats (tinygrad) and --tolk-repeats (tolk); ``gc.collect()`` before each graph is built
-and the collector off during each timed call. ``--rounds N`` measures every cell N times, one pass over all cells after
-another, and reports the median of the N values (a machine whose load drifts moves one round). Times are CPU time of this process (`time.process_time`,
-robust to other load on the machine; both libraries schedule on one thread).
+and the collector off during each timed call. ``--rounds N`` measures every cell N times, one
+pass over all cells after another, and reports the median of the N values (a machine whose load
+drifts moves one round). Times are CPU time of this process (`time.process_time`, robust to
+other load on the machine; both libraries schedule on one thread).
 arena/floor: planned arena bytes over the peak of live bytes of the unplanned schedule (tolk:
 `linear_stats` under ``NO_MEMORY_PLANNER=1``; tinygrad: the LINEAR its `memory_plan_rewrite`
 receives, same floor definition, alignment 256). all buffers: bytes of every distinct buffer the

@@ -476,4 +476,5 @@ def test_dropping_an_assign_chain_with_the_collector_left_to_itself_does_not_cra
         "print('ok')\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
+    assert done.returncode == 0 and done.stdout.strip() == "ok", \
+        (done.returncode, done.stderr[-2000:])

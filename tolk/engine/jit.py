@@ -2,8 +2,9 @@
 
 Call 1 runs `fn` normally. Call 2 captures: a capturer is registered in
 ``tolk.engine.realize.capturing`` (per thread), so every schedule `fn` realizes in this
-thread is recorded (unplanned, not executed; other threads' realizes run as usual); when `fn` returns, its outputs are realized into the capture too, the
-combined schedule is memory-planned once holding every input and output buffer, and run.
+thread is recorded (unplanned, not executed; other threads' realizes run as usual); when `fn`
+returns, its outputs are realized into the capture too, the combined schedule is
+memory-planned once holding every input and output buffer, and run.
 Later calls replay: each input tensor's buffer is bound where the captured input was, the
 new variable values are passed, and the compiled kernels run in order with no scheduling.
 

@@ -486,9 +486,9 @@ def create_linear_with_vars(
     lowered (`lower_sink_to_linear`), then CALLs of LINEARs are resolved: PARAM slots take
     the call's arguments and nested schedules are flattened. Only binds of variables that a
     scheduled kernel reads are returned. While ``tolk.engine.realize.capturing`` is non-empty
-    (it is per thread) and CAPTURING is on, the unplanned schedule goes to ``capturing[0].add_linear`` and an
-    empty LINEAR is returned; otherwise the schedule is memory-planned holding the call's own
-    BUFFER arguments.
+    (it is per thread) and CAPTURING is on, the unplanned schedule goes to
+    ``capturing[0].add_linear`` and an empty LINEAR is returned; otherwise the schedule is
+    memory-planned holding the call's own BUFFER arguments.
 
     Raises `ScheduleError` (a `ValueError`) when binds of one variable disagree or the result
     is not a LINEAR.
