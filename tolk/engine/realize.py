@@ -13,9 +13,10 @@ from tolk.runtime.cpu import get_kernel
 from tolk.runtime.device import typed_view
 from tolk.uop.ops import Ops, UOp
 
+
 class ThreadList(threading.local):
     """A list whose items belong to the calling thread (each thread sees only its own):
-    ``append``, ``remove``, ``clear``, indexing, ``len``, truth, iteration, ``==`` with a list."""
+    ``append``, ``remove``, indexing, ``len``, truth, iteration, ``==`` with a list."""
 
     def __init__(self) -> None:
         self.items: list = []
@@ -25,9 +26,6 @@ class ThreadList(threading.local):
 
     def remove(self, item) -> None:
         self.items.remove(item)
-
-    def clear(self) -> None:
-        self.items.clear()
 
     def __getitem__(self, i):
         return self.items[i]
