@@ -11,11 +11,11 @@ registered NamedTuples), so a graph can be hashed and exported without pickle.
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import itertools
 import struct
 import threading
+import types
 import weakref
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -31,81 +31,162 @@ except ImportError:  # not CPython: the same check in two steps
 from tolk.dtype import DType, dtypes
 
 
-class Ops(enum.IntEnum):
-    """Every node kind. Names are the contract between modules (and the export format)."""
+_AUTO = object()
+
+
+def auto() -> object:
+    """In the body of `Ops`: the next member (numbered in order of definition, from 1)."""
+    return _AUTO
+
+
+class _OpsType(type):
+    """The metaclass of `Ops`: an int enum whose members are plain class attributes.
+
+    Not `enum.IntEnum`: on Python 3.11 every ``Ops.X`` of an enum class goes through its
+    metaclass's ``__getattr__`` hook, some five times the cost of a plain class attribute, and
+    the passes read ``Ops.X`` in their inner loops (a third of a cold schedule's time).
+    """
+
+    def __new__(mcs, name: str, bases: tuple, ns: dict):
+        names = [k for k, v in ns.items() if v is _AUTO]
+        cls = super().__new__(mcs, name, bases, {k: v for k, v in ns.items() if v is not _AUTO})
+        members: dict[str, Any] = {}
+        for value, key in enumerate(names, start=1):
+            member = int.__new__(cls, value)
+            object.__setattr__(member, "name", key)
+            members[key] = member
+            type.__setattr__(cls, key, member)
+        type.__setattr__(cls, "_members", types.MappingProxyType(members))
+        type.__setattr__(cls, "_by_value", {int(m): m for m in members.values()})
+        return cls
+
+    def __call__(cls, value: Any):
+        member = cls._by_value.get(value) if type(value) is int or type(value) is cls else None
+        if member is None:
+            raise ValueError(f"{value!r} is not a valid {cls.__name__}")
+        return member
+
+    def __getitem__(cls, name: str):
+        return cls._members[name]
+
+    def __iter__(cls):
+        return iter(cls._members.values())
+
+    def __len__(cls) -> int:
+        return len(cls._members)
+
+    def __contains__(cls, x: Any) -> bool:
+        return type(x) is cls
+
+    @property
+    def __members__(cls) -> types.MappingProxyType:
+        return cls._members
+
+    def __setattr__(cls, attr: str, value: Any) -> None:
+        if attr in cls._members:
+            raise AttributeError(f"cannot reassign {cls.__name__}.{attr}")
+        type.__setattr__(cls, attr, value)
+
+    def __delattr__(cls, attr: str) -> None:
+        if attr in cls._members:
+            raise AttributeError(f"cannot delete {cls.__name__}.{attr}")
+        type.__delattr__(cls, attr)
+
+
+class Ops(int, metaclass=_OpsType):
+    """Every node kind. Names are the contract between modules (and the export format).
+
+    An IntEnum in all that tolk uses of one: members are ints numbered from 1 in the order
+    below, with a ``name``; ``Ops(value)``, ``Ops[name]``, ``Ops.__members__``, iteration
+    and ``len(Ops)`` work as on an enum; ``repr`` and ``str`` give ``Ops.NAME``.
+    """
 
     # storage, parameters, variables, constants
-    BUFFER = enum.auto()
-    PARAM = enum.auto()
-    DEFINE_VAR = enum.auto()
-    BIND = enum.auto()
-    CONST = enum.auto()
+    BUFFER = auto()
+    PARAM = auto()
+    DEFINE_VAR = auto()
+    BIND = auto()
+    CONST = auto()
     # unary
-    NEG = enum.auto()
-    EXP = enum.auto()
-    LOG = enum.auto()
-    SQRT = enum.auto()
-    RECIPROCAL = enum.auto()
-    SIN = enum.auto()
-    COS = enum.auto()
-    TANH = enum.auto()
-    ABS = enum.auto()
-    SIGN = enum.auto()
-    NOT = enum.auto()
-    TRUNC = enum.auto()
+    NEG = auto()
+    EXP = auto()
+    LOG = auto()
+    SQRT = auto()
+    RECIPROCAL = auto()
+    SIN = auto()
+    COS = auto()
+    TANH = auto()
+    ABS = auto()
+    SIGN = auto()
+    NOT = auto()
+    TRUNC = auto()
     # binary
-    ADD = enum.auto()
-    SUB = enum.auto()
-    MUL = enum.auto()
-    DIV = enum.auto()
-    IDIV = enum.auto()
-    MOD = enum.auto()
-    POW = enum.auto()
-    MAX = enum.auto()
-    MIN = enum.auto()
-    CMPLT = enum.auto()
-    CMPLE = enum.auto()
-    CMPEQ = enum.auto()
-    CMPNE = enum.auto()
-    AND = enum.auto()
-    OR = enum.auto()
-    XOR = enum.auto()
+    ADD = auto()
+    SUB = auto()
+    MUL = auto()
+    DIV = auto()
+    IDIV = auto()
+    MOD = auto()
+    POW = auto()
+    MAX = auto()
+    MIN = auto()
+    CMPLT = auto()
+    CMPLE = auto()
+    CMPEQ = auto()
+    CMPNE = auto()
+    AND = auto()
+    OR = auto()
+    XOR = auto()
     # ternary
-    WHERE = enum.auto()
+    WHERE = auto()
     # type changes and reductions
-    CAST = enum.auto()
-    BITCAST = enum.auto()
-    REDUCE_AXIS = enum.auto()
-    GATHER = enum.auto()
+    CAST = auto()
+    BITCAST = auto()
+    REDUCE_AXIS = auto()
+    GATHER = auto()
     # movement (tensor graph only)
-    RESHAPE = enum.auto()
-    PERMUTE = enum.auto()
-    EXPAND = enum.auto()
-    PAD = enum.auto()
-    SHRINK = enum.auto()
-    FLIP = enum.auto()
+    RESHAPE = auto()
+    PERMUTE = auto()
+    EXPAND = auto()
+    PAD = auto()
+    SHRINK = auto()
+    FLIP = auto()
     # realization
-    CONTIGUOUS = enum.auto()
-    COPY = enum.auto()
-    STORE = enum.auto()
-    LOAD = enum.auto()
-    AFTER = enum.auto()
+    CONTIGUOUS = auto()
+    COPY = auto()
+    STORE = auto()
+    LOAD = auto()
+    AFTER = auto()
     # multi-device
-    MSTACK = enum.auto()
-    MSELECT = enum.auto()
+    MSTACK = auto()
+    MSELECT = auto()
     # functions
-    SINK = enum.auto()
-    CALL = enum.auto()
-    LINEAR = enum.auto()
-    END = enum.auto()
+    SINK = auto()
+    CALL = auto()
+    LINEAR = auto()
+    END = auto()
     # planned views
-    SLICE = enum.auto()
+    SLICE = auto()
     # a constant's device (the only source a CONST may have)
-    DEVICE = enum.auto()
-    NOOP = enum.auto()
+    DEVICE = auto()
+    NOOP = auto()
+
+    name: str  # in the member's own __dict__ (an int subclass takes no slots)
+
+    @property
+    def value(self) -> int:
+        return int(self)
 
     def __repr__(self) -> str:
         return f"Ops.{self.name}"
+
+    __str__ = __repr__
+
+    def __reduce__(self):  # copies and pickles are the member itself
+        return Ops, (int(self),)
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        raise AttributeError(f"{self!r} is read-only")
 
 
 class GroupOp:
@@ -303,7 +384,8 @@ class UOp:
     arg: Any
     arg_key: Any
 
-    def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None):
+    def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (),
+                arg: Any = None):
         if type(src) is not tuple:
             src = tuple(src)
         arg_key = arg if arg is None or type(arg) is int else _canon(arg)
@@ -497,7 +579,8 @@ def render_graph(root: UOp, max_lines: int = 400) -> str:
     for n in nodes[skip_to:]:
         src = ", ".join(f"%{ids[s]}" for s in n.src)
         arg = "" if n.arg is None else f" {n.arg!r}"
-        lines.append(f"  %{ids[n]} = {n.op.name}:{n.dtype.name}{arg}" + (f" ({src})" if src else ""))
+        lines.append(f"  %{ids[n]} = {n.op.name}:{n.dtype.name}{arg}"
+                     + (f" ({src})" if src else ""))
     return f"<UOp graph, {len(nodes)} nodes, root %{ids[root]}>\n" + "\n".join(lines)
 
 
