@@ -61,6 +61,23 @@ def test_arg_keys_tell_apart_args_python_calls_equal():
     assert UOp.const(F32, (1, 2)).arg_key == UOp.const(F32, (1, 2)).arg_key
 
 
+def test_equal_tuple_args_of_nodes_built_apart_are_one_object():
+    a = UOp.buffer(F32, 12)
+    first_key = UOp(Ops.RESHAPE, F32, (a,), (3, 4)).arg_key
+    gc.collect()  # the node is gone; a node of another source gets the same arg object
+    assert UOp(Ops.RESHAPE, F32, (UOp.buffer(F32, 12),), (3, 4)).arg_key is first_key
+    assert UOp.const(F32, (1.0, 2)).arg_key is not UOp.const(F32, (1, 2)).arg_key
+
+
+def test_the_shared_arg_table_stays_bounded(monkeypatch):
+    import tolk.uop.ops as ops_module
+
+    monkeypatch.setattr(ops_module, "_SHARED_ARGS_MAX", 8)
+    keep = [UOp.const(F32, (i, i)) for i in range(40)]
+    assert len(ops_module._shared_args) <= 8
+    assert [k.arg for k in keep] == [(i, i) for i in range(40)]
+
+
 def test_ops_behave_as_an_int_enum():
     import copy
     import pickle

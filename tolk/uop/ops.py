@@ -317,6 +317,13 @@ _intern: dict[tuple, weakref.ref] = {}
 _intern_lock = threading.Lock()  # only for replacing an entry whose node just died
 
 
+# canonical tuple args -> one object for all nodes that have them, so that the graphs of two
+# runs of one program (a cached schedule's key and a new graph's, say) hold the very same
+# arg objects and compare by identity; bounded, and only a shortcut (equal args are equal)
+_shared_args: dict[tuple, tuple] = {}
+_SHARED_ARGS_MAX = 1 << 14
+
+
 class _Ref(weakref.ref):
     """A weak reference to an interned node that remembers the node's intern-table key."""
 
@@ -395,6 +402,10 @@ class UOp:
             node = ref()
             if node is not None:
                 return node
+        if type(arg_key) is tuple:  # one object per distinct arg: see _shared_args
+            if len(_shared_args) >= _SHARED_ARGS_MAX:
+                _shared_args.clear()
+            arg_key = _shared_args.setdefault(arg_key, arg_key)
         node = object.__new__(cls)
         node.op, node.dtype, node.src, node.arg = op, dtype, src, arg
         node.arg_key = arg_key
