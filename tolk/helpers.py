@@ -27,6 +27,12 @@ def getenv(name: str, default: int = 0) -> int:
         raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
 
 
+class _Overrides(threading.local):
+    """A flag's `Context` overrides in this thread, innermost last (none: the class's ``()``)."""
+
+    stack: list[int] | tuple[()] = ()
+
+
 class Flag:
     """A named integer setting: environment value at import, then `Context` overrides.
 
@@ -39,12 +45,12 @@ class Flag:
         self.name = name
         self.default = default
         self.global_value = getenv(name, default)
-        self._local = threading.local()
+        self._local = _Overrides()
         Flag.registry[name] = self
 
     @property
     def value(self) -> int:
-        stack = getattr(self._local, "stack", None)
+        stack = self._local.stack
         return stack[-1] if stack else self.global_value
 
     def __bool__(self) -> bool:
@@ -72,7 +78,7 @@ def Context(**overrides: int) -> Iterator[None]:
             raise ValueError(f"unknown flag {name!r}; known flags: {sorted(Flag.registry)}")
         flags.append((Flag.registry[name], int(val)))
     for flag, val in flags:
-        if not hasattr(flag._local, "stack"):
+        if not flag._local.stack:  # this thread's first override: a list of its own
             flag._local.stack = []
         flag._local.stack.append(val)
     try:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tolk.dtype import dtypes
+from tolk.engine import realize as _realize  # its `capturing`, read at each call
 from tolk.errors import CycleError, ScheduleError
 from tolk.helpers import CAPTURING, DEBUG, NO_MEMORY_PLANNER, SCACHE
 from tolk.schedule.memory import LinearStats, linear_stats, memory_plan_rewrite
@@ -509,8 +510,7 @@ def create_linear_with_vars(
     used, call_binds = _variables_of(calls)
     var_vals = _collect_var_vals([*(a for a in top_args if a.op is Ops.BIND), *call_binds], used)
 
-    from tolk.engine.realize import capturing
-
+    capturing = _realize.capturing
     if capturing and CAPTURING.value:
         capturing[0].add_linear(linear, var_vals)
         return UOp(Ops.LINEAR, src=()), var_vals
@@ -825,8 +825,7 @@ def create_linear_for_program(
                 _programs.popitem(last=False)
     var_vals = _collect_var_vals((*binds, *prog.binds), prog.used) if binds or prog.binds else {}
 
-    from tolk.engine.realize import capturing
-
+    capturing = _realize.capturing
     if capturing and CAPTURING.value:
         capturing[0].add_linear(_bind(prog.resolved, bufs), var_vals)
         return UOp(Ops.LINEAR, src=()), var_vals
