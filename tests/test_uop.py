@@ -65,7 +65,8 @@ def test_equal_tuple_args_of_nodes_built_apart_are_one_object():
     a = UOp.buffer(F32, 12)
     first_key = UOp(Ops.RESHAPE, F32, (a,), (3, 4)).arg_key
     gc.collect()  # the node is gone; a node of another source gets the same arg object
-    assert UOp(Ops.RESHAPE, F32, (UOp.buffer(F32, 12),), (3, 4)).arg_key is first_key
+    again = UOp(Ops.RESHAPE, F32, (UOp.buffer(F32, 12),), (3, 4))
+    assert again.arg_key is first_key and again.arg is first_key  # one tuple, not two equal ones
     assert UOp.const(F32, (1.0, 2)).arg_key is not UOp.const(F32, (1, 2)).arg_key
 
 

@@ -405,7 +405,12 @@ class UOp:
         if type(arg_key) is tuple:  # one object per distinct arg: see _shared_args
             if len(_shared_args) >= _SHARED_ARGS_MAX:
                 _shared_args.clear()
-            arg_key = _shared_args.setdefault(arg_key, arg_key)
+            shared = _shared_args.setdefault(arg_key, arg_key)
+            if shared is not arg_key:  # the node, its arg and its intern key hold that one
+                if arg is arg_key:
+                    arg = shared
+                arg_key = shared
+                k = (op, dtype, src, shared)
         node = object.__new__(cls)
         node.op, node.dtype, node.src, node.arg = op, dtype, src, arg
         node.arg_key = arg_key
