@@ -42,7 +42,7 @@ from tensor_strategies import (
 from tolk.helpers import Context
 from tolk.schedule import schedule_cache_info
 from tolk.tensor import Tensor
-from tolk.uop import Ops
+from tolk.uop import Ops, UOp
 
 F32 = np.dtype(np.float32)
 
@@ -402,6 +402,33 @@ def test_python_scalar_takes_the_tensor_dtype_or_the_default(dt, scalar, want):
 def test_numpy_scalars_are_treated_like_python_scalars():
     t = Tensor(np.array([1, 2], np.int8))
     assert_matches((t + np.int64(3)).numpy(), np.array([4, 5], np.int8))
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (3,), (1, 1), (2, 1, 3), (0, 4)])
+def test_a_python_scalar_operand_is_the_constant_broadcast_like_any_tensor(shape):
+    # the scalar's nodes are built directly; they must be the ones broadcasting a constant
+    # tensor builds (one graph, one cache key, one schedule), with their shapes known
+    x = Tensor(np.zeros(shape, np.float32))
+    for value in (1.5, 2, True):
+        got = (x + value).uop.src[1]
+        want = Tensor(UOp.const(got.dtype, float(value)))._broadcast_to(x.shape).uop
+        assert got is want
+        assert all("shape" in n._cache for n in got.toposort())
+        assert (x + value).shape == x.shape
+
+
+@pytest.mark.parametrize("bounds", [((0, 4), None), ((2, 1), None), ((-1, 2), None),
+                                    (None, (0, 4)), (None, [2, 4])])
+def test_shrink_bounds_outside_the_shape_raise_naming_it(bounds):
+    with pytest.raises(ValueError, match=re.escape("(2, 3)")):
+        Tensor(np.zeros((2, 3), np.float32)).shrink(bounds)
+
+
+def test_shrink_accepts_empty_and_numpy_int_bounds():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = Tensor(a)
+    assert_matches(x.shrink((None, (1, 1))).numpy(), a[:, 1:1])
+    assert_matches(x.shrink(((np.int64(1), np.int32(2)), None)).numpy(), a[1:2])
 
 
 def test_a_python_int_out_of_the_tensor_dtype_range_raises_at_build_time():

@@ -123,6 +123,8 @@ def _bf16_with(r: DType) -> DType:
 
 def least_upper_dtype(*ds: DType) -> DType:
     """The promoted type of `ds`, as numpy's `result_type` (bfloat16: see the module doc)."""
+    if len(ds) == 2 and ds[0] is ds[1] and ds[0] is not dtypes.void:
+        return ds[0]  # the common case: one dtype promotes to itself
     if not ds:
         raise ValueError("least_upper_dtype needs at least one dtype")
     if any(d is dtypes.void for d in ds):

@@ -34,6 +34,7 @@ from tolk.helpers import prod
 from tolk.runtime.device import canonical_device
 from tolk.uop.ops import GroupOp, Ops, UOp
 from tolk.uop.shape import Sym, concrete, device_of, is_symbolic, shape_of
+from tolk.variable import BoundVariable
 
 Scalar = int | float | bool
 _VIEW_OPS = GroupOp.Movement
@@ -113,6 +114,8 @@ def _norm_axis(axis: int, ndim: int) -> int:
 
 
 def _broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    if len(shapes) == 2 and shapes[0] == shapes[1]:  # the common case: nothing to broadcast
+        return shapes[0]
     nd = max(len(s) for s in shapes)
     padded = [(1,) * (nd - len(s)) + tuple(s) for s in shapes]
     out = []
@@ -158,6 +161,8 @@ class Tensor:
         self._set(_from_host(arr, d, device))
 
     def _set(self, u: UOp) -> None:
+        if "shape" not in u._cache:  # a new node over sources whose shapes are known: no walk
+            shape_of(u)
         self.uop = u
         self._parent = None
         base = _base_and_chain(u)
@@ -170,7 +175,8 @@ class Tensor:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return shape_of(self.uop)
+        shape = self.uop._cache.get("shape")  # set when the node was built by a tensor op
+        return shape if shape is not None else shape_of(self.uop)
 
     @property
     def dtype(self) -> DType:
@@ -182,7 +188,8 @@ class Tensor:
 
     @property
     def ndim(self) -> int:
-        return len(self.shape)
+        shape = self.uop._cache.get("shape")
+        return len(shape if shape is not None else shape_of(self.uop))
 
     def numel(self) -> int:
         """Number of elements (for a symbolic shape: at the variables' bound values)."""
@@ -302,19 +309,20 @@ class Tensor:
         return Tensor(UOp.const(dtype, _py_value(x, dtype)))
 
     def _operands(self, other: Tensor | Scalar, reverse: bool = False) -> tuple[Tensor, Tensor]:
-        from tolk.variable import BoundVariable
-
         if isinstance(other, BoundVariable):
             other = other._t()
         if isinstance(other, Tensor):
-            if other.device != self.device and device_of(other.uop) is not None and device_of(self.uop) is not None:
-                raise DeviceError(f"operands are on different devices: {self.device} and {other.device}")
+            mine, theirs = device_of(self.uop), device_of(other.uop)
+            if mine != theirs and mine is not None and theirs is not None:
+                raise DeviceError(f"operands are on different devices: {mine} and {theirs}")
             d = least_upper_dtype(self.dtype, other.dtype)
             a, b = self.cast(d), other.cast(d)
         elif isinstance(other, (bool, int, float, np.generic)):
             other = other.item() if isinstance(other, np.generic) else other
             d = _scalar_dtype(other, self.dtype)
-            a, b = self.cast(d), self._const_like(other, d)
+            a = self.cast(d)
+            b = Tensor(_broadcast_const(d, _py_value(other, d), a.shape))
+            return (b, a) if reverse else (a, b)
         else:
             raise TypeError(f"cannot combine a Tensor with {type(other).__name__}")
         shape = _broadcast_shape(a.shape, b.shape)
@@ -803,7 +811,16 @@ class Tensor:
         binds: dict[str, UOp] = {}
         bounds = []
         for a, size in zip(arg, self.shape):
-            b, e = (0, size) if a is None else (_dim(a[0], binds), _dim(a[1], binds))
+            if a is None:
+                bounds.append((0, size))
+                continue
+            b, e = a[0], a[1]
+            if type(b) is int and type(e) is int and type(size) is int:  # the common case
+                if not 0 <= b <= e <= size:
+                    raise ShapeError(f"shrink {arg} is out of bounds for shape {self.shape}")
+                bounds.append((b, e))
+                continue
+            b, e = _dim(b, binds), _dim(e, binds)
             if not (smin(b) >= 0 and _le(b, e) and smax_(e) <= smax_(size)):
                 raise ShapeError(f"shrink {arg} is out of bounds for shape {self.shape}")
             bounds.append((b, e))
@@ -839,6 +856,11 @@ class Tensor:
 
     def _slice_step(self, axis: int, start: int, stop: int, step: int) -> Tensor:
         """Elements start, start+step, ... < stop along `axis` (step > 0, 0 <= start <= stop)."""
+        if step == 1:  # one shrink (none for the whole axis)
+            if start == 0 and stop == self.shape[axis]:
+                return self
+            return self.shrink(tuple((start, stop) if i == axis else None
+                                     for i in range(self.ndim)))
         n = max(0, -(-(stop - start) // step))
         x = self.shrink(tuple((start, start + min(n * step, self.shape[axis] - start)) if i == axis else None
                               for i in range(self.ndim)))
@@ -1160,6 +1182,8 @@ class Tensor:
 def _shape_arg(shape, allow_neg: bool = False) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
+    if type(shape) is tuple and all(type(s) is int and s >= 0 for s in shape):
+        return shape  # the common case: a tuple of plain non-negative ints
     out = []
     for s in shape:
         if isinstance(s, Sym):
@@ -1179,8 +1203,6 @@ def _split(shape) -> tuple[tuple[Sym, ...], int]:
 
 
 def _is_bound(x) -> bool:
-    from tolk.variable import BoundVariable
-
     return isinstance(x, BoundVariable)
 
 
@@ -1240,6 +1262,23 @@ def _conv_padding(padding) -> tuple[tuple[int, int], tuple[int, int]]:
     if len(p) == 4:  # PyTorch order: left, right, top, bottom
         return ((int(p[2]), int(p[3])), (int(p[0]), int(p[1])))
     raise ShapeError(f"conv padding must be an int, 2 or 4 ints, got {padding}")
+
+
+def _broadcast_const(dtype: DType, value: Scalar, shape: tuple) -> UOp:
+    """The constant `value` broadcast to `shape`: the nodes ``Tensor(const)._broadcast_to``
+    builds (a reshape to ones, then an expand), without the checks a constant cannot fail."""
+    u = UOp.const(dtype, value)
+    u._cache["shape"] = ()
+    if not shape:
+        return u
+    ones = (1,) * len(shape)
+    u = UOp(Ops.RESHAPE, dtype, (u,), ones)
+    u._cache["shape"] = ones  # what `shape_of` would find; set here so none of it walks
+    if shape == ones:
+        return u
+    u = UOp(Ops.EXPAND, dtype, (u,), tuple(shape))
+    u._cache["shape"] = u.arg
+    return u
 
 
 def _py_value(x: Scalar, d: DType) -> Scalar:
