@@ -19,6 +19,11 @@ and the collector off during each timed call. ``--rounds N`` measures every cell
 pass over all cells after another, and reports the median of the N values (a machine whose load
 drifts moves one round). Times are CPU time of this process (`time.process_time`, robust to
 other load on the machine; both libraries schedule on one thread).
+scale: n=BIG cold over n=SMALL cold, measured in pairs: ``--pairs K`` times a fresh process
+schedules the small program and another the big one right after (every other pair big first),
+and the scale is the median of the K ratios. The cells of one round are minutes apart (the other
+library's runs sit between them), long enough for this machine's speed to change; a pair is
+seconds apart. The ratio of the two cells' medians is in the JSON (``scale_of_medians``).
 arena/floor: planned arena bytes over the peak of live bytes of the unplanned schedule (tolk:
 `linear_stats` under ``NO_MEMORY_PLANNER=1``; tinygrad: the LINEAR its `memory_plan_rewrite`
 receives, same floor definition, alignment 256). all buffers: bytes of every distinct buffer the
@@ -148,6 +153,40 @@ def _in_worker(lib, name, n, repeats):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def cold_median(lib, name, n, repeats):
+    """Median seconds of `repeats` cold schedules of program `name` at size `n` (caches cleared
+    before each, a fresh graph each time)."""
+    T, clear, _, _ = _libs()[lib]
+    fn = _program(name)
+    times, _ = _runs(lambda: fn(T, n), clear, repeats)
+    return statistics.median(times)
+
+
+def _cold_in_worker(lib, name, n, repeats):
+    cmd = [sys.executable, __file__, "--cold-worker", lib, name, str(n), str(repeats)]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{lib} {name} {n}: worker failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def paired_scales(lib, name, small, big, pairs, repeats, isolate=True):
+    """`pairs` ratios big/small of cold schedule times, each from two measurements made one
+    right after the other (each in a fresh process unless not `isolate`; every other pair
+    measures the big program first, so a steady drift of the machine's speed cancels)."""
+    run = _cold_in_worker if isolate else cold_median
+    ratios = []
+    for k in range(pairs):
+        if k % 2:
+            b = run(lib, name, big, repeats)
+            a = run(lib, name, small, repeats)
+        else:
+            a = run(lib, name, small, repeats)
+            b = run(lib, name, big, repeats)
+        ratios.append(b / a)
+    return ratios
+
+
 def measure(name, n, repeats, isolate=True, tolk_repeats=None):
     """Both libraries on one program: the row. tolk takes `tolk_repeats` (it is fast: more
     repeats give steadier medians), tinygrad `repeats`."""
@@ -200,7 +239,24 @@ def add_linearity(rows, small, big):
             s = by[(r["program"], small)]
             for lib in ("tolk", "tinygrad"):
                 if lib in r:
-                    r[lib]["scale"] = r[lib]["cold_s"] / s[lib]["cold_s"]
+                    r[lib]["scale_of_medians"] = r[lib]["cold_s"] / s[lib]["cold_s"]
+                    r[lib]["scale"] = r[lib]["scale_of_medians"]  # until pairs replace it
+
+
+def add_paired_scales(rows, small, big, pairs, repeats, isolate=True):
+    """Each library's ``scale`` on each chain: the median of `pairs` paired ratios (see the
+    module docstring); `repeats` maps a library to its repeats per measurement."""
+    for r in rows:
+        if r["n"] != big or not any(x["program"] == r["program"] and x["n"] == small
+                                    for x in rows):
+            continue
+        for lib in ("tolk", "tinygrad"):
+            if lib in r:
+                ratios = paired_scales(lib, r["program"], small, big, pairs, repeats[lib],
+                                       isolate)
+                r[lib]["scale_pairs"] = ratios
+                r[lib]["scale"] = statistics.median(ratios)
+                print(f"  done pairs: {lib} {r['program']}", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,6 +365,11 @@ def main(argv=None):
                          "median of its round values (steadier on a machine whose load drifts)")
     ap.add_argument("--tolk-repeats", type=int, default=9,
                     help="repeats of tolk's runs, chains and models (default 9)")
+    ap.add_argument("--pairs", type=int, default=5,
+                    help="paired measurements of each chain's scale (0: the ratio of the two "
+                         "cells' medians)")
+    ap.add_argument("--tg-pair-repeats", type=int, default=1,
+                    help="tinygrad's repeats per paired measurement (tolk: --tolk-repeats)")
     ap.add_argument("--only", nargs="*", help="program names (default: all)")
     ap.add_argument("--json", help="also write the results to this JSON file")
     ap.add_argument("--in-process", action="store_true",
@@ -319,6 +380,8 @@ def main(argv=None):
     ap.add_argument("--cached", action="store_true", help="with --profile: profile a cache hit")
     ap.add_argument("--worker", nargs=4, metavar=("LIB", "PROGRAM", "N", "REPEATS"),
                     help=argparse.SUPPRESS)
+    ap.add_argument("--cold-worker", nargs=4, metavar=("LIB", "PROGRAM", "N", "REPEATS"),
+                    help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.profile:
         name, _, n = args.profile.partition(":")
@@ -327,6 +390,11 @@ def main(argv=None):
         lib, name, n, repeats = args.worker
         _warm_up(lib)
         print(json.dumps(measure_lib(lib, name, int(n) or None, int(repeats))))
+        return None
+    if args.cold_worker:
+        lib, name, n, repeats = args.cold_worker
+        _warm_up(lib)
+        print(json.dumps(cold_median(lib, name, int(n), int(repeats))))
         return None
 
     if args.in_process:
@@ -347,17 +415,21 @@ def main(argv=None):
         rounds.append(rows)
     rows = combine_rounds(rounds)
     add_linearity(rows, *args.sizes)
+    if args.pairs:
+        add_paired_scales(rows, *args.sizes, args.pairs,
+                          {"tolk": args.tolk_repeats, "tinygrad": args.tg_pair_repeats}, isolate)
     print(table(rows))
     miss = goals(rows)
     print("\nGoals (tolk): " + "; ".join(
         f"{g}: {'met' if not m else 'MISSED on ' + ', '.join(m)}" for g, m in miss.items()))
-    print("speed: tolk cold >= 10x faster than tinygrad cold; linear: n=BIG/n=SMALL time <= 5.5; "
+    print("speed: tolk cold >= 10x faster than tinygrad cold; linear: n=BIG/n=SMALL time <= 5.5 "
+          f"({f'median of {args.pairs} paired ratios' if args.pairs else 'ratio of medians'}); "
           "cache: cached/cold < 0.1; memory: tolk arena/floor <= tinygrad's; "
           "all buffers (not an issue goal): tolk's total bytes <= tinygrad's.")
     if args.json:
         Path(args.json).write_text(json.dumps(
             {"header": header(), "sizes": list(args.sizes), "repeats": args.repeats,
-             "tolk_repeats": args.tolk_repeats, "rounds": args.rounds,
+             "tolk_repeats": args.tolk_repeats, "rounds": args.rounds, "pairs": args.pairs,
              "isolated": isolate, "rows": rows, "goals_missed": miss}, indent=1))
 
 
