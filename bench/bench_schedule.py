@@ -17,7 +17,18 @@ construction is not timed. Each repeat runs ``lin = create_schedule(sink)`` then
 with `time.perf_counter` (``--clock process_time`` for CPU time on a loaded machine);
 ``gc.collect()`` runs before and the garbage collector is off during each timed repeat,
 and both results are freed before the next repeat so every repeat builds its LINEAR cold
-(no intern-table hits). Reported: medians over the repeats. Each shape and size is measured in
+(no intern-table hits). Two numbers per cell:
+
+- first: the graph's first schedule in its process, after a warm-up that schedules and plans a
+  small graph of the same shape twice (code paths and tables ready). What a program pays when
+  it schedules a graph once: the memory of the LINEAR and the scheduler's tables is new to the
+  process.
+- repeats: the medians of the next ``REPEATS[n]`` runs on the same graph. A small graph's
+  repeats reuse the memory its first run freed (Python keeps those pools), a large one's do
+  not (its emptied arenas go back to the system and come back as fresh pages), so the 100k/1k
+  ratio of repeats compares warm memory with new memory.
+
+Each shape and size is measured in
 a fresh Python process (``--in-process``: all in this one), so the heap left by an earlier graph
 (a 100k-kernel graph is some 400k nodes) does not shape a later measurement. ``--rounds N``
 measures every cell N times, one pass over all cells after another; cells are medians over the
@@ -158,25 +169,36 @@ def run_once(sink: UOp, held: list[UOp], n: int, plan: bool,
     return t1 - t0, (t2 - t1) if plan else None
 
 
-def measure(shape: str, n: int, plan: bool, clock_name: str) -> tuple[float, float | None]:
-    """Medians (seconds) of create_schedule and memory_plan_rewrite on a fresh `shape` graph
-    of `n` kernels, over ``REPEATS[n]`` runs in this process."""
+WARM_UP = 50  # kernels of the graph scheduled (twice) before the measured one in a process
+
+Times = tuple[float, float | None]  # seconds of create_schedule, of memory_plan_rewrite
+
+
+def measure(shape: str, n: int, plan: bool, clock_name: str) -> tuple[Times, Times]:
+    """``(first, repeats)`` on a fresh `shape` graph of `n` kernels: the first schedule of the
+    graph in this process (after a warm-up on a small graph of the same shape, so code paths and
+    tables are ready but the heap is not) and the medians of ``REPEATS[n]`` more."""
     clock = getattr(time, clock_name)
+    warm, warm_held = SHAPES[shape](WARM_UP)
+    for _ in range(2):
+        run_once(warm, warm_held, WARM_UP, plan, clock)
+    del warm, warm_held
     sink, held = SHAPES[shape](n)
+    first = run_once(sink, held, n, plan, clock)
     runs = [run_once(sink, held, n, plan, clock) for _ in range(REPEATS.get(n, 1))]
     del sink, held
     sched = statistics.median(r[0] for r in runs)
-    return sched, statistics.median(r[1] for r in runs) if plan else None
+    return first, (sched, statistics.median(r[1] for r in runs) if plan else None)
 
 
-def _in_worker(shape: str, n: int, plan: bool, clock_name: str) -> tuple[float, float | None]:
+def _in_worker(shape: str, n: int, plan: bool, clock_name: str) -> tuple[Times, Times]:
     """`measure` in a fresh Python process: no earlier graph's garbage shapes this one's heap."""
     cmd = [sys.executable, __file__, "--worker", shape, str(n), str(int(plan)), clock_name]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{shape} {n}: worker failed:\n{done.stderr}")
-    sched, mem = json.loads(done.stdout.strip().splitlines()[-1])
-    return sched, mem
+    first, repeats = json.loads(done.stdout.strip().splitlines()[-1])
+    return tuple(first), tuple(repeats)
 
 
 def main() -> None:
@@ -203,12 +225,14 @@ def main() -> None:
         return
 
     reps = ", ".join(f"{n}: {REPEATS.get(n, 1)}" for n in opts.sizes)
-    print(f"Python {sys.version.split()[0]}; time.{opts.clock}; "
-          f"medians of repeats per size ({reps}); {opts.rounds} round(s), medians over rounds; "
-          "gc.collect() before and gc.disable() during every timed repeat; "
+    print(f"Python {sys.version.split()[0]}; time.{opts.clock}; {opts.rounds} round(s), medians "
+          f"over rounds; first: the graph's first schedule in its process (after a warm-up on a "
+          f"{WARM_UP}-kernel graph); repeats: medians of the next runs ({reps}); "
+          "gc.collect() before and gc.disable() during every timed run; "
           "graph construction not timed.\n")
-    # (shape, n) -> one (create_schedule µs/kernel, memory_plan_rewrite µs/kernel) per round
-    cells: dict[tuple[str, int], list[tuple[float, float | None]]] = {}
+    # (shape, n) -> per round: µs/kernel of (first create_schedule, first memory_plan_rewrite,
+    # repeated create_schedule, repeated memory_plan_rewrite)
+    cells: dict[tuple[str, int], list[tuple[float | None, ...]]] = {}
     plans: dict[tuple[str, int], bool] = {}  # decided in the first round, kept after
     notes: list[str] = []
     for r in range(opts.rounds):
@@ -227,54 +251,59 @@ def main() -> None:
                                          f"n^{growth:.2f}); --full runs it")
                 plan = plans[shape, n]
                 if opts.in_process:
-                    sched, mem = measure(shape, n, plan, opts.clock)
+                    first, repeats = measure(shape, n, plan, opts.clock)
                 else:
-                    sched, mem = _in_worker(shape, n, plan, opts.clock)
+                    first, repeats = _in_worker(shape, n, plan, opts.clock)
+                mem = repeats[1]
                 if mem is not None:
                     if prev is not None:
                         growth = max(1.0, math.log(mem / prev[1]) / math.log(n / prev[0]))
                     prev = (n, mem)
-                cells.setdefault((shape, n), []).append(
-                    (sched / n * 1e6, mem / n * 1e6 if mem is not None else None))
+                cells.setdefault((shape, n), []).append(tuple(
+                    t / n * 1e6 if t is not None else None for t in (*first, *repeats)))
                 print(f"  done: round {r + 1}: {shape} {n}", file=sys.stderr, flush=True)
 
     def median_of(shape: str, n: int, which: int) -> float | None:
         vals = [c[which] for c in cells[shape, n] if c[which] is not None]
         return statistics.median(vals) if vals else None
 
+    def fmt(us: float | None) -> str:
+        return f"{us:.1f}" if us is not None else "skipped"
+
     rows: list[str] = []
     for shape in opts.shapes:
         for n in opts.sizes:
-            s_us, m_us = median_of(shape, n, 0), median_of(shape, n, 1)
-            m_cell = f"{m_us:.1f}" if m_us is not None else "skipped"
-            t_cell = f"{s_us + m_us:.1f}" if m_us is not None else "n/a"
-            rows.append(f"| {shape} | {n} | {s_us:.1f} | {m_cell} | {t_cell} |")
+            rows.append(f"| {shape} | {n} | "
+                        + " | ".join(fmt(median_of(shape, n, k)) for k in range(4)) + " |")
 
-    def ratio(shape: str, which: int, lo: int, hi: int) -> float | None:
-        """Median over rounds of the per-kernel ratio hi/lo, each round's sizes measured
-        minutes apart at most (a machine whose speed drifts moves both sides of a round)."""
-        pairs = [(a[which], b[which]) for a, b in zip(cells[shape, lo], cells[shape, hi])]
-        vals = [b / a for a, b in pairs if a and b]
-        return statistics.median(vals) if vals else None
+    def ratio(shape: str, which: int, lo: int, hi: int) -> tuple[float | None, list[float]]:
+        """Median over rounds of the per-kernel ratio hi/lo, and each round's ratio (a round
+        measures the sizes of a shape one after the other, so a drift moves both sides)."""
+        vals = [b[which] / a[which] for a, b in zip(cells[shape, lo], cells[shape, hi])
+                if a[which] and b[which]]
+        return (statistics.median(vals) if vals else None), vals
 
-    print("| shape | kernels | create_schedule µs/kernel | memory_plan_rewrite µs/kernel "
-          "| total µs/kernel |")
-    print("|---|---:|---:|---:|---:|")
+    print("| shape | kernels | create_schedule µs/kernel, first | repeats "
+          "| memory_plan_rewrite µs/kernel, first | repeats |")
+    print("|---|---:|---:|---:|---:|---:|")
     print("\n".join(rows))
     lo, mid, hi = min(opts.sizes), 10_000, max(opts.sizes)
-    print(f"\ncreate_schedule per-kernel ratio {hi // 1000}k/{lo // 1000}k "
-          f"(goal <= {SCALING_GOAL}; median over rounds of each round's ratio):")
-    for shape in opts.shapes:
-        r = ratio(shape, 0, lo, hi)
-        m = ratio(shape, 1, lo, hi)
-        each = ", ".join(f"{b[0] / a[0]:.2f}" for a, b in zip(cells[shape, lo], cells[shape, hi]))
-        print(f"- {shape}: {r:.2f} {'ok' if r <= SCALING_GOAL else 'MISSED'} (rounds: {each}; "
-              f"memory_plan_rewrite: {f'{m:.2f}' if m is not None else 'n/a (skipped)'})")
-    if mid in opts.sizes:
-        print(f"\ncreate_schedule at {mid} kernels (goal < {SPEED_GOAL_US:.0f} µs/kernel):")
+    for which, label in ((0, "first schedule"), (2, "repeats")):
+        print(f"\ncreate_schedule per-kernel ratio {hi // 1000}k/{lo // 1000}k, {label} "
+              f"(goal <= {SCALING_GOAL}; median over rounds of each round's ratio):")
         for shape in opts.shapes:
-            us = median_of(shape, mid, 0)
-            print(f"- {shape}: {us:.1f} µs/kernel {'ok' if us < SPEED_GOAL_US else 'MISSED'}")
+            r, each = ratio(shape, which, lo, hi)
+            m, _ = ratio(shape, which + 1, lo, hi)
+            print(f"- {shape}: {r:.2f} {'ok' if r <= SCALING_GOAL else 'MISSED'} (rounds: "
+                  f"{', '.join(f'{x:.2f}' for x in each)}; memory_plan_rewrite: "
+                  f"{f'{m:.2f}' if m is not None else 'n/a (skipped)'})")
+    if mid in opts.sizes:
+        print(f"\ncreate_schedule at {mid} kernels (goal < {SPEED_GOAL_US:.0f} µs/kernel), "
+              "first / repeats:")
+        for shape in opts.shapes:
+            a, b = median_of(shape, mid, 0), median_of(shape, mid, 2)
+            print(f"- {shape}: {a:.1f} / {b:.1f} µs/kernel "
+                  f"{'ok' if max(a, b) < SPEED_GOAL_US else 'MISSED'}")
     if notes:
         print("\nNotes:")
         for note in notes:
