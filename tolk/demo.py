@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from dataclasses import replace
@@ -19,6 +20,7 @@ from tolk import models
 from tolk.report import format_bytes, format_html, format_text, schedule_report, timeline_svg
 
 SIZES = ("small", "default", "large")
+RUNS = {"small": 5, "default": 5, "large": 3}  # timed runs of tolk and of numpy; medians shown
 
 
 def _configs(model: str, size: str):
@@ -35,27 +37,22 @@ def _configs(model: str, size: str):
 
 
 def _build(model: str, cfg):
-    """(lazy tolk output, numpy forward thunk) for a model and config."""
-    if model == "gpt":
-        w = models.init_gpt_weights(cfg)
-        tokens = models.make_tokens(cfg)
-        from tolk.tensor import Tensor
-
-        out = models.gpt_forward_tolk(models.as_tensors(w), Tensor(tokens), cfg)
-        return out, lambda: models.gpt_forward_numpy(w, tokens, cfg)
-    if model == "mlp":
-        w = models.init_mlp_weights(cfg)
-        x = models.make_mlp_input(cfg)
-        from tolk.tensor import Tensor
-
-        out = models.mlp_forward_tolk(models.as_tensors(w), Tensor(x), cfg)
-        return out, lambda: models.mlp_forward_numpy(w, x, cfg)
-    w = models.init_resnet_weights(cfg)
-    x = models.make_resnet_input(cfg)
+    """``(forward, numpy_forward)`` for a model and config: `forward()` builds the lazy tolk
+    output (weights and input are tolk tensors made once), `numpy_forward()` runs the plain
+    numpy model on the same values."""
     from tolk.tensor import Tensor
 
-    out = models.resnet_forward_tolk(models.as_tensors(w), Tensor(x), cfg)
-    return out, lambda: models.resnet_forward_numpy(w, x, cfg)
+    if model == "gpt":
+        w, inp = models.init_gpt_weights(cfg), models.make_tokens(cfg)
+        fwd_tolk, fwd_numpy = models.gpt_forward_tolk, models.gpt_forward_numpy
+    elif model == "mlp":
+        w, inp = models.init_mlp_weights(cfg), models.make_mlp_input(cfg)
+        fwd_tolk, fwd_numpy = models.mlp_forward_tolk, models.mlp_forward_numpy
+    else:
+        w, inp = models.init_resnet_weights(cfg), models.make_resnet_input(cfg)
+        fwd_tolk, fwd_numpy = models.resnet_forward_tolk, models.resnet_forward_numpy
+    tw, tx = models.as_tensors(w), Tensor(inp)
+    return (lambda: fwd_tolk(tw, tx, cfg)), (lambda: fwd_numpy(w, inp, cfg))
 
 
 class _Progress:
@@ -82,7 +79,8 @@ def run_demo(model: str = "gpt", size: str = "default", html_path: str | None = 
     cfg = _configs(model, size)
     prog = _Progress(quiet or as_json)
     prog.start(f"building {model} ({size})")
-    out, numpy_forward = _build(model, cfg)
+    forward, numpy_forward = _build(model, cfg)
+    out = forward()
     prog.done()
     prog.start("scheduling")
     rep = schedule_report(out)
@@ -91,17 +89,23 @@ def run_demo(model: str = "gpt", size: str = "default", html_path: str | None = 
     prog.start("running tolk (first run compiles kernels)")
     got = out.numpy()
     first_run = prog.done()
-    out2, _ = _build(model, cfg)
-    prog.start("running tolk again (cached schedule and kernels)")
-    got2 = out2.numpy()
-    tolk_run = prog.done()
-    prog.start("running numpy")
-    want = numpy_forward()
-    numpy_run = prog.done()
+    runs = RUNS[size]
+    prog.start(f"running tolk and numpy {runs} times each (cached schedule and kernels)")
+    tolk_times, numpy_times = [], []
+    for _ in range(runs):  # alternating, so a change in the machine's load meets both
+        again = forward()  # a fresh graph of the same program: built outside the timing
+        t0 = time.perf_counter()
+        got2 = again.numpy()
+        tolk_times.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        want = numpy_forward()
+        numpy_times.append(time.perf_counter() - t0)
+    prog.done()
+    tolk_run, numpy_run = statistics.median(tolk_times), statistics.median(numpy_times)
     err = float(np.max(np.abs(got.astype(np.float64) - want))) if want.size else 0.0
     same = bool(np.array_equal(got, got2))
     result = {"model": model, "size": size, "config": repr(cfg), **rep.to_dict(),
-              "first_run_s": first_run, "run_s": tolk_run, "numpy_s": numpy_run,
+              "first_run_s": first_run, "run_s": tolk_run, "numpy_s": numpy_run, "runs": runs,
               "max_abs_error": err, "repeat_identical": same}
     result.pop("kernel_rows")
     if html_path:
@@ -115,7 +119,8 @@ def run_demo(model: str = "gpt", size: str = "default", html_path: str | None = 
     else:
         print(format_text(rep, f"tolk demo: {model} ({size}) {cfg}"))
         print(f"  run time           {tolk_run:8.3f} s   (numpy {numpy_run:.3f} s, "
-              f"ratio {tolk_run / max(numpy_run, 1e-9):.2f}; first run {first_run:.3f} s)")
+              f"ratio {tolk_run / max(numpy_run, 1e-9):.2f}; medians of {runs} runs each; "
+              f"first run {first_run:.3f} s)")
         print(f"  max abs error      {err:.3g} vs the numpy forward"
               f"{'' if same else '  (repeat run differs!)'}")
         print(f"  unplanned -> planned: {format_bytes(rep.unplanned_bytes)} -> {format_bytes(rep.arena_bytes)}")
