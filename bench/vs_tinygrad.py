@@ -23,7 +23,10 @@ scale: n=BIG cold over n=SMALL cold, measured in pairs: ``--pairs K`` times a fr
 schedules the small program and another the big one right after (every other pair big first),
 and the scale is the median of the K ratios. The cells of one round are minutes apart (the other
 library's runs sit between them), long enough for this machine's speed to change; a pair is
-seconds apart. The ratio of the two cells' medians is in the JSON (``scale_of_medians``).
+seconds apart. The ratio of the two cells' medians is in the JSON (``scale_of_medians``). Each
+tolk measurement is the median of --tolk-repeats runs; tinygrad's takes --tg-pair-repeats runs
+(default 1, its first schedule of the program in the process: a tinygrad run of a big program
+takes seconds to half a minute).
 arena/floor: planned arena bytes over the peak of live bytes of the unplanned schedule (tolk:
 `linear_stats` under ``NO_MEMORY_PLANNER=1``; tinygrad: the LINEAR its `memory_plan_rewrite`
 receives, same floor definition, alignment 256). all buffers: bytes of every distinct buffer the
@@ -369,7 +372,9 @@ def main(argv=None):
                     help="paired measurements of each chain's scale (0: the ratio of the two "
                          "cells' medians)")
     ap.add_argument("--tg-pair-repeats", type=int, default=1,
-                    help="tinygrad's repeats per paired measurement (tolk: --tolk-repeats)")
+                    help="tinygrad's runs per paired measurement, median taken (default 1: its "
+                         "first schedule of the program in a fresh process; tolk takes "
+                         "--tolk-repeats)")
     ap.add_argument("--only", nargs="*", help="program names (default: all)")
     ap.add_argument("--json", help="also write the results to this JSON file")
     ap.add_argument("--in-process", action="store_true",
@@ -383,6 +388,11 @@ def main(argv=None):
     ap.add_argument("--cold-worker", nargs=4, metavar=("LIB", "PROGRAM", "N", "REPEATS"),
                     help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    for name in ("repeats", "model_repeats", "rounds", "tolk_repeats", "tg_pair_repeats"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.pairs < 0:
+        ap.error("--pairs must be 0 or more")
     if args.profile:
         name, _, n = args.profile.partition(":")
         return profile(name, int(n or args.sizes[1]), 25, args.cached)

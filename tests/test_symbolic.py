@@ -83,6 +83,17 @@ def test_a_slice_past_the_end_at_the_variables_max_is_rejected():
         Tensor(A)[:, : v.bind(3)]
 
 
+def test_a_variable_start_with_an_end_of_another_kind_is_rejected_at_build_time():
+    # the size (end - start) would shrink as the variable grows: no shape holds it
+    v, w = Variable("n", 1, 4), Variable("m", 1, 4)
+    for build in (lambda: Tensor(A)[v.bind(2):], lambda: Tensor(A).shrink(((v.bind(2), 6), None)),
+                  lambda: Tensor(A).shrink(((v.bind(2), w.bind(3)), None))):
+        with pytest.raises(ShapeError, match="variable start n"):
+            build()
+    y = Tensor(A)[:, v.bind(2) : v.bind(2) + 3]  # start and end of one variable: size 3
+    np.testing.assert_allclose(y.numpy(), A[:, 2:5])
+
+
 def test_reshape_must_keep_symbolic_dimensions():
     v = Variable("n", 1, 12)
     y = Tensor(A)[:, : v.bind(4)]

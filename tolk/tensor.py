@@ -821,6 +821,10 @@ class Tensor:
                 bounds.append((b, e))
                 continue
             b, e = _dim(b, binds), _dim(e, binds)
+            if isinstance(b, Sym) and not (isinstance(e, Sym) and e.name == b.name):
+                # the size e - b would fall as the variable grows: not a shape tolk can hold
+                raise ShapeError(f"shrink {arg} of shape {self.shape}: a variable start {b} "
+                                 f"needs an end of the same variable plus an offset, got {e}")
             if not (smin(b) >= 0 and _le(b, e) and smax_(e) <= smax_(size)):
                 raise ShapeError(f"shrink {arg} is out of bounds for shape {self.shape}")
             bounds.append((b, e))
