@@ -695,6 +695,17 @@ def test_reductions_of_a_0d_tensor_are_the_element():
         assert_matches(getattr(t, name)().numpy(), np.float32(2.5))
 
 
+@pytest.mark.parametrize("shape, axis", [((), None), ((), ()), ((3,), ()), ((2, 1), ())])
+def test_a_reduction_over_no_axis_keeps_numpy_signed_zeros(shape, axis):
+    # numpy adds the sum's identity (0.0) even with nothing to reduce: -0.0 sums to 0.0, while
+    # prod (identity 1), max and min keep -0.0; the sign shows in 1 / result
+    a = np.full(shape, -0.0, np.float32)
+    t = Tensor(a)
+    for name in ("sum", "mean", "prod", "max", "min"):
+        got, want = getattr(t, name)(axis=axis).numpy(), getattr(np, name)(a, axis=axis)
+        assert np.array_equal(np.signbit(got), np.signbit(want)), (name, got, want)
+
+
 def test_sums_of_ints_and_bools_accumulate_in_64_bits():
     big = np.full(3, 2**31 - 1, np.int32)
     assert_matches(Tensor(big).sum().numpy(), big.sum())

@@ -611,6 +611,8 @@ class Tensor:
         out_shape = tuple(1 if i in axes else s for i, s in enumerate(self.shape))
         if axes and self.ndim:
             r = Tensor(UOp(Ops.REDUCE_AXIS, self.dtype, (self.uop,), (op, axes)))
+        elif op is Ops.ADD and self.dtype.is_float:  # nothing to reduce: numpy still adds its
+            r = (self + 0.0).contiguous()  # identity, so -0.0 sums to 0.0
         else:  # nothing to reduce: still a new value, never an alias of the input (numpy)
             r = self.contiguous()
         if keepdim:
