@@ -110,7 +110,8 @@ def run_demo(model: str = "gpt", size: str = "default", html_path: str | None = 
     result.pop("kernel_rows")
     if html_path:
         page = format_html(rep, f"tolk demo: {model} ({size})", timeline_svg(planned),
-                           {"run (s)": f"{tolk_run:.3f}", "numpy (s)": f"{numpy_run:.3f}",
+                           {f"run (s, median of {runs})": f"{tolk_run:.3f}",
+                            f"numpy (s, median of {runs})": f"{numpy_run:.3f}",
                             "max abs error": f"{err:.3g}"})
         with open(html_path, "w") as f:
             f.write(page)
