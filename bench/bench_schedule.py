@@ -17,7 +17,8 @@ construction is not timed. Each repeat runs ``lin = create_schedule(sink)`` then
 with `time.perf_counter` (``--clock process_time`` for CPU time on a loaded machine);
 ``gc.collect()`` runs before and the garbage collector is off during each timed repeat,
 and both results are freed before the next repeat so every repeat builds its LINEAR cold
-(no intern-table hits). Two numbers per cell:
+(no intern-table hits); the planner's cache of offset assignments (a schedule run again has
+the same lifetimes) is cleared before each run, so every run plans. Two numbers per cell:
 
 - first: the graph's first schedule in its process, after a warm-up that schedules and plans a
   small graph of the same shape twice (code paths and tables ready). What a program pays when
@@ -63,6 +64,7 @@ except ImportError:
 
 from tolk.dtype import dtypes
 from tolk.schedule import create_schedule, memory_plan_rewrite
+from tolk.schedule.memory import plan_cache_clear
 from tolk.uop import KernelInfo, Ops, UOp
 
 F32 = dtypes.float32
@@ -153,7 +155,9 @@ SHAPES: dict[str, Callable[..., tuple[UOp, list[UOp]]]] = {
 
 def run_once(sink: UOp, held: list[UOp], n: int, plan: bool,
              clock: Callable[[], float] = time.perf_counter) -> tuple[float, float | None]:
-    """Seconds for create_schedule and (if `plan`) memory_plan_rewrite, GC off, cold results."""
+    """Seconds for create_schedule and (if `plan`) memory_plan_rewrite, GC off, cold results
+    (the planner's remembered offset assignments are cleared first: every run plans)."""
+    plan_cache_clear()
     gc.collect()
     gc.disable()
     try:

@@ -429,6 +429,25 @@ def test_chain_reuses_memory_down_to_two_buffers():
     assert linear_stats(lin).unplanned_bytes == 10 * 1024 * 4
 
 
+def test_offsets_are_remembered_per_lifetimes_until_the_plan_cache_is_cleared(monkeypatch):
+    import tolk.schedule.memory as memory
+
+    calls = []
+    real = memory.assign_offsets
+    monkeypatch.setattr(memory, "assign_offsets", lambda *a, **k: calls.append(1) or real(*a, **k))
+    memory.plan_cache_clear()
+    lin, _ = chain_linear(7, size=96)
+    first = memory_plan_rewrite(lin)
+    again = memory_plan_rewrite(chain_linear(7, size=96)[0])  # other buffers, same lifetimes
+    assert len(calls) == 1
+    memory.plan_cache_clear()
+    third = memory_plan_rewrite(lin)
+    assert len(calls) == 2
+    offsets = [[a.arg[0] for a in c.src[1:]] for c in first.src]
+    assert [[a.arg[0] for a in c.src[1:]] for c in again.src] == offsets
+    assert [[a.arg[0] for a in c.src[1:]] for c in third.src] == offsets
+
+
 def test_copy_buffers_get_their_own_lane():
     a, b, c = (UOp.internal_buffer(F32, 64, "CPU") for _ in range(3))
     copy_call = UOp(Ops.CALL, dtypes.void, (UOp(Ops.COPY, dtypes.void, (), "CPU"), b, a))

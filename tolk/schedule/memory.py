@@ -78,6 +78,13 @@ def _plan(sizes: tuple[int, ...], firsts: tuple[int, ...], lasts: tuple[int, ...
     return plan
 
 
+def plan_cache_clear() -> None:
+    """Forget the remembered offset assignments: the next `memory_plan_rewrite` of any schedule
+    runs the planner (benchmarks of the planner itself clear it before each run)."""
+    with _plans_lock:
+        _plans.clear()
+
+
 def _rebuild(linear: UOp, mapping: dict[UOp, UOp]) -> UOp:
     """The LINEAR with buffer args (also inside MSTACK/MSELECT) replaced; kernel ASTs untouched."""
 
