@@ -20,11 +20,11 @@ and both results are freed before the next repeat so every repeat builds its LIN
 (no intern-table hits); the planner's cache of offset assignments (a schedule run again has
 the same lifetimes) is cleared before each run, so every run plans. Two numbers per cell:
 
-- first: the graph's first schedule in its process, after a warm-up that schedules and plans a
-  small graph of the same shape twice (code paths and tables ready). What a program pays when
-  it schedules a graph once: the memory of the LINEAR and the scheduler's tables is new to the
-  process. (With ``--in-process`` the earlier cells have used the heap already: "first" is then
-  only the graph's first schedule.)
+- first: the first schedule of a freshly built graph, after a warm-up that schedules and plans
+  another graph of the same shape and size twice and frees it (a process's first schedules of
+  a size pay one-time costs: at 1k kernels the first two ran at twice the later ones' time).
+  What a program pays when it schedules a new graph: the graph was just built, the LINEAR and
+  the scheduler's tables take new memory.
 - repeats: the medians of the next ``REPEATS[n]`` runs on the same graph. A small graph's
   repeats reuse the memory its first run freed (Python keeps those pools), a large one's do
   not (its emptied arenas go back to the system and come back as fresh pages), so the 100k/1k
@@ -174,19 +174,18 @@ def run_once(sink: UOp, held: list[UOp], n: int, plan: bool,
     return t1 - t0, (t2 - t1) if plan else None
 
 
-WARM_UP = 50  # kernels of the graph scheduled (twice) before the measured one in a process
-
 Times = tuple[float, float | None]  # seconds of create_schedule, of memory_plan_rewrite
 
 
 def measure(shape: str, n: int, plan: bool, clock_name: str) -> tuple[Times, Times]:
-    """``(first, repeats)`` on a fresh `shape` graph of `n` kernels: the first schedule of the
-    graph in this process (after a warm-up on a small graph of the same shape, so code paths and
-    tables are ready but the heap is not) and the medians of ``REPEATS[n]`` more."""
+    """``(first, repeats)`` on a fresh `shape` graph of `n` kernels: the graph's first schedule
+    (after a warm-up that schedules and plans another graph of the same shape and size twice and
+    frees it: the process's one-time costs are paid, the new graph's memory is its own) and the
+    medians of ``REPEATS[n]`` more."""
     clock = getattr(time, clock_name)
-    warm, warm_held = SHAPES[shape](WARM_UP, prefix="warm_")  # never the measured graph's nodes
+    warm, warm_held = SHAPES[shape](n, prefix="warm_")  # never the measured graph's nodes
     for _ in range(2):
-        run_once(warm, warm_held, WARM_UP, plan, clock)
+        run_once(warm, warm_held, n, plan, clock)
     del warm, warm_held
     sink, held = SHAPES[shape](n)
     first = run_once(sink, held, n, plan, clock)
@@ -233,8 +232,8 @@ def main() -> None:
 
     reps = ", ".join(f"{n}: {REPEATS.get(n, 1)}" for n in opts.sizes)
     print(f"Python {sys.version.split()[0]}; time.{opts.clock}; {opts.rounds} round(s), medians "
-          f"over rounds; first: the graph's first schedule in its process (after a warm-up on a "
-          f"{WARM_UP}-kernel graph); repeats: medians of the next runs ({reps}); "
+          f"over rounds; first: a fresh graph's first schedule (after a warm-up on another graph "
+          f"of its shape and size); repeats: medians of the next runs ({reps}); "
           "gc.collect() before and gc.disable() during every timed run; "
           "graph construction not timed.\n")
     # (shape, n) -> per round: µs/kernel of (first create_schedule, first memory_plan_rewrite,
