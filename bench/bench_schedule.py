@@ -22,7 +22,7 @@ the same lifetimes) is cleared before each run, so every run plans. Two numbers 
 
 - first: the first schedule of a freshly built graph, after a warm-up that schedules and plans
   another graph of the same shape and size twice and frees it (a process's first schedules of
-  a size pay one-time costs: at 1k kernels the first two ran at twice the later ones' time).
+  a size take new memory: at 1k kernels the first two ran 1.1-2x as long as later ones).
   What a program pays when it schedules a new graph: the graph was just built, the LINEAR and
   the scheduler's tables take new memory.
 - repeats: the medians of the next ``REPEATS[n]`` runs on the same graph. A small graph's
