@@ -146,10 +146,11 @@ def _warm_up(lib):
     clear()
 
 
-def _in_worker(lib, name, n, repeats):
-    """`measure_lib` in a fresh Python process: neither library's heap, caches and interned
-    graphs from earlier programs (its own or the other library's) weigh on this one."""
-    cmd = [sys.executable, __file__, "--worker", lib, name, str(n or 0), str(repeats)]
+def _in_worker(lib, name, n, repeats, mode="--worker"):
+    """`measure_lib` (``--cold-worker``: `cold_median`) in a fresh Python process: neither
+    library's heap, caches and interned graphs from earlier programs (its own or the other
+    library's) weigh on this one."""
+    cmd = [sys.executable, __file__, mode, lib, name, str(n or 0), str(repeats)]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{lib} {name} {n}: worker failed:\n{done.stderr}")
@@ -166,11 +167,7 @@ def cold_median(lib, name, n, repeats):
 
 
 def _cold_in_worker(lib, name, n, repeats):
-    cmd = [sys.executable, __file__, "--cold-worker", lib, name, str(n), str(repeats)]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"{lib} {name} {n}: worker failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return _in_worker(lib, name, n, repeats, "--cold-worker")
 
 
 def paired_scales(lib, name, small, big, pairs, repeats, isolate=True):

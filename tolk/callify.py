@@ -34,8 +34,9 @@ import time
 import numpy as np
 
 from tolk.dtype import bf16_to_f32, dtypes
+from tolk.engine import realize as _realize  # its `capturing`, read at each call
 from tolk.engine.realize import run_linear
-from tolk.errors import DeviceError, ShapeError
+from tolk.errors import DeviceError, JitError, ShapeError
 from tolk.helpers import gc_paused, prod
 from tolk.runtime.device import typed_view
 from tolk.schedule import create_linear_for_program, program_key
@@ -403,11 +404,7 @@ def _broadcastable(src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
 
 def to_numpy(t: Tensor) -> np.ndarray:
     """The values of `t` as a new numpy array (bfloat16 as float32)."""
-    from tolk.engine.realize import capturing
-
-    if capturing:
-        from tolk.errors import JitError
-
+    if _realize.capturing:
         raise JitError("reading tensor data inside a captured (jitted) function would bake the "
                        "value into the capture; return the tensor instead")
     realize([t])
