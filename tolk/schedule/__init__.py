@@ -602,55 +602,79 @@ def program_key(*roots: UOp, tag: Any = None) -> tuple[ProgramKey, list[UOp], li
     bufs: list[UOp] = []
     binds: list[UOp] = []
     count = 0  # nodes described so far: the index the next one gets
-    # the hot loop of a cache hit: an iterative DFS that describes each node as it finishes;
-    # names bound to locals, leaves described where they are met, sources of one and two
-    # spelled out
-    extend, buffer_op, bind_op = flat.extend, Ops.BUFFER, Ops.BIND
-    stack: list[UOp | None] = [None]  # None: the roots' own frame, below every node
-    frames = [iter(roots)]
-    while frames:
-        for s in frames[-1]:  # resume the sources of the node on top where we left off
-            if s not in ref:
-                if s.src:
-                    stack.append(s)
-                    frames.append(iter(s.src))
-                    break
-                if s.op is buffer_op:
-                    ref[s] = (s.dtype, len(bufs), s.arg[1], s.arg[2])
-                    bufs.append(s)
-                else:
-                    ref[s] = s
-        else:
-            frames.pop()
-            n = stack.pop()
-            if n is None:
-                break
+    get, extend, buffer_op, bind_op = ref.get, flat.extend, Ops.BUFFER, Ops.BIND
+
+    def leaf(s: UOp) -> Any:
+        if s.op is buffer_op:
+            r = ref[s] = (s.dtype, len(bufs), s.arg[1], s.arg[2])
+            bufs.append(s)
+            return r
+        ref[s] = s
+        return s
+
+    # the hot loop of a cache hit, an iterative DFS: the node on top of the stack pushes its
+    # first source not walked yet (one at a time, so no node is ever pushed twice) and is
+    # described once all are, when it comes back on top; sources of one and two spelled out
+    for root in roots:
+        if root in ref:
+            continue
+        if not root.src:
+            leaf(root)
+            continue
+        stack = [root]
+        push, pop = stack.append, stack.pop
+        while stack:
+            n = stack[-1]
             src = n.src
-            if len(src) == 2:
-                s0, s1 = src
-                if n.op is bind_op:  # the variable, without its value
-                    ref[n] = s0
-                    binds.append(n)
-                    continue
-                r0, r1 = ref[s0], ref[s1]
-                if r0 is s0 and r1 is s1:  # nothing to replace below: the node stands for itself
-                    ref[n] = n
-                    continue
-                extend((n.op, n.dtype, n.arg_key, 2, r0, r1))
-            elif len(src) == 1:
+            k = len(src)
+            if k == 1 or k == 2:
                 s0 = src[0]
-                r0 = ref[s0]
-                if r0 is s0:
-                    ref[n] = n
-                    continue
-                extend((n.op, n.dtype, n.arg_key, 1, r0))
+                r0 = get(s0)
+                if r0 is None:
+                    if s0.src:
+                        push(s0)
+                        continue
+                    r0 = leaf(s0)
+                if k == 1:
+                    pop()
+                    if r0 is s0:  # nothing to replace below: the node stands for itself
+                        ref[n] = n
+                        continue
+                    extend((n.op, n.dtype, n.arg_key, 1, r0))
+                else:
+                    s1 = src[1]
+                    if (r1 := get(s1)) is None:
+                        if s1.src:  # walked after all of s0's graph: the order stays post-order
+                            push(s1)
+                            continue
+                        r1 = leaf(s1)
+                    pop()
+                    if n.op is bind_op:  # the variable, without its value
+                        ref[n] = s0
+                        binds.append(n)
+                        continue
+                    if r0 is s0 and r1 is s1:
+                        ref[n] = n
+                        continue
+                    extend((n.op, n.dtype, n.arg_key, 2, r0, r1))
             else:
-                refs = [ref[s] for s in src]
-                if all(map(operator.is_, refs, src)):
-                    ref[n] = n
-                    continue
-                extend((n.op, n.dtype, n.arg_key, len(src)))
-                extend(refs)
+                for s in src:
+                    if s not in ref:
+                        if s.src:
+                            push(s)
+                            break
+                        leaf(s)
+                else:
+                    pop()
+                    refs = [ref[s] for s in src]
+                    if all(map(operator.is_, refs, src)):
+                        ref[n] = n
+                        continue
+                    extend((n.op, n.dtype, n.arg_key, len(src)))
+                    extend(refs)
+                    ref[n] = count
+                    count += 1
+                continue
             ref[n] = count
             count += 1
     parts = (tuple(flat), tuple([ref[r] for r in roots]))
