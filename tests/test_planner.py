@@ -246,3 +246,49 @@ def test_a_very_long_chain_of_buffers_plans_without_recursion():
     n = 30_000
     plan = assign_offsets([256] * n, list(range(n)), [i + 1 for i in range(n)])
     assert plan.arena == 512
+
+
+def test_long_skyline_views_pick_what_a_plain_scan_picks():
+    # views longer than _BLOCKED_VIEW answer scans whose candidates all fit through per-block
+    # maxima: the same buffer as a scan of every position, as buffers are placed
+    from tolk.schedule import planner as P
+
+    rng = np.random.default_rng(7)
+    n, steps = 6 * P._BLOCKED_VIEW // 5, 400
+    first = np.sort(rng.integers(0, steps, n))
+    other = first + rng.integers(0, 60, n)
+    score = rng.integers(0, 50, n).astype(np.float64)  # small integers: many ties
+    view = P._View(np.arange(n), first, other, score, steps)
+    assert view.blocked
+    plain = score.copy()
+    for _ in range(400):
+        lo = int(rng.integers(0, n - 4 * P._BLOCK - 2))
+        hi = int(rng.integers(lo + 4 * P._BLOCK + 1, n + 1))
+        at_most = bool(rng.integers(0, 2))
+        window = other[lo:hi]
+        bound = int(window.max() if at_most else window.min())  # every candidate fits
+        if rng.integers(0, 4) == 0:
+            bound += -1 if at_most else 1  # some do not: the plain scan decides
+        ok = window <= bound if at_most else window >= bound
+        w = np.where(ok, plain[lo:hi], -1.0)
+        want = lo + int(w.argmax()) if w.max() >= 0 else -1
+        got = P._scan(view, lo, hi, bound, at_most)
+        assert got == want
+        if got >= 0:
+            view.remove(got)
+            plain[got] = -1.0
+        if view.dead == 0:  # rebuilt without the placed buffers: positions moved
+            break
+
+
+def test_plans_with_and_without_block_maxima_are_equal(monkeypatch):
+    from tolk.schedule import planner as P
+
+    rng = random.Random(3)
+    n = 3 * P._BLOCKED_VIEW
+    sizes = [256 * rng.randint(1, 9) for _ in range(n)]
+    firsts = list(range(n))
+    lasts = [n + i // 32 if i % 3 else i + rng.randrange(40) for i in range(n)]  # wide fan-in
+    blocked = assign_offsets(sizes, firsts, lasts)
+    monkeypatch.setattr(P, "_BLOCKED_VIEW", 10 * n)
+    assert assign_offsets(sizes, firsts, lasts) == blocked

@@ -360,7 +360,8 @@ def _default_kernel_graph(sink: UOp) -> UOp:
 
 
 def lower_sink_to_linear(
-    sink: UOp, get_kernel_graph: Callable[[UOp], UOp] | None = None, *, use_cache: bool | None = None
+    sink: UOp, get_kernel_graph: Callable[[UOp], UOp] | None = None, *,
+    use_cache: bool | None = None,
 ) -> UOp | None:
     """``create_schedule(get_kernel_graph(sink))``, or None when `sink` is not a tensor-level SINK.
 
@@ -581,7 +582,9 @@ class ProgramKey:
                 and self.parts == other.parts)
 
 
-def program_key(*roots: UOp, tag: Any = None) -> tuple[ProgramKey, list[UOp], list[UOp], dict[UOp, Any]]:
+def program_key(
+    *roots: UOp, tag: Any = None,
+) -> tuple[ProgramKey, list[UOp], list[UOp], dict[UOp, Any]]:
     """``(key, buffers, binds, nodes)`` of the tensor graph under `roots`, in one walk.
 
     `nodes` holds every node under `roots` as a dict's keys, in ``UOp.sink(*roots).toposort()``

@@ -48,6 +48,8 @@ SQUEAKY_MAX_ROUNDS = 24
 SQUEAKY_BOOST = 2.0
 _NUMPY_SCAN = 40  # candidate scans longer than this use numpy
 _REBUILD_DEAD = 4  # a skyline view is rebuilt when over 1/_REBUILD_DEAD of it is placed
+_BLOCK = 256  # views longer than _BLOCKED_VIEW keep per-block maxima of this many positions
+_BLOCKED_VIEW = 8 * _BLOCK
 
 
 @dataclass(frozen=True)
@@ -254,6 +256,11 @@ class _View:
 
     `start[t]` is the first position whose key is >= t. Placed buffers keep their position
     with score -1 until they are more than 1/_REBUILD_DEAD of the view, then it is rebuilt.
+    A long view (over _BLOCKED_VIEW positions) also keeps, per block of _BLOCK positions, a
+    bound on its highest score (`block_score`: exact when built, and made exact again by the
+    scan that finds it too high) and the lowest and highest other end (`block_other_min`,
+    `block_other_max`, placed buffers included), so that a scan whose every candidate fits
+    reads one entry per whole block (`_scan_blocks`).
     """
 
     def __init__(
@@ -270,6 +277,13 @@ class _View:
         self.pos_array[ids] = np.arange(len(ids))
         self.pos = self.pos_array.tolist()
         self.dead = 0
+        self.blocked = len(ids) > _BLOCKED_VIEW
+        if self.blocked:
+            pad = -len(ids) % _BLOCK
+            shape = (-1, _BLOCK)
+            self.block_score = np.pad(score, (0, pad), constant_values=-1.0).reshape(shape).max(1)
+            other_pad = np.pad(other, (0, pad), mode="edge").reshape(shape)
+            self.block_other_min, self.block_other_max = other_pad.min(1), other_pad.max(1)
 
     def remove(self, i: int) -> None:
         p = self.pos[i]
@@ -319,6 +333,10 @@ class _Candidates:
 def _scan(v: _View, lo: int, hi: int, bound: int, at_most: bool) -> int:
     """Highest-score buffer in positions [lo, hi) whose other end is <= bound (at_most) or
     >= bound; -1 when none."""
+    if hi - lo > 4 * _BLOCK and v.blocked:
+        found = _scan_blocks(v, lo, hi, bound, at_most)
+        if found is not None:
+            return found
     if hi - lo > _NUMPY_SCAN:
         other = v.other[lo:hi]
         ok = other <= bound if at_most else other >= bound
@@ -331,6 +349,44 @@ def _scan(v: _View, lo: int, hi: int, bound: int, at_most: bool) -> int:
         if score[p] > best and (other[p] <= bound if at_most else other[p] >= bound):
             best, j = score[p], p
     return v.ids_l[j] if j >= 0 else -1
+
+
+def _scan_blocks(v: _View, lo: int, hi: int, bound: int, at_most: bool) -> int | None:
+    """`_scan` of a long range in a blocked view when every position in it fits `bound` (None
+    when some may not): the partial blocks at both ends are scanned, the whole blocks between
+    are read through their maxima. The same answer as the scan: the highest score, the lowest
+    position among equals."""
+    b0, b1 = -(-lo // _BLOCK), hi // _BLOCK  # the whole blocks [b0, b1)
+    mid0, mid1 = b0 * _BLOCK, b1 * _BLOCK
+    other = v.other
+    if at_most:
+        fits = (v.block_other_max[b0:b1].max() <= bound and (lo == mid0 or other[lo:mid0].max()
+                <= bound) and (mid1 == hi or other[mid1:hi].max() <= bound))
+    else:
+        fits = (v.block_other_min[b0:b1].min() >= bound and (lo == mid0 or other[lo:mid0].min()
+                >= bound) and (mid1 == hi or other[mid1:hi].min() >= bound))
+    if not fits:
+        return None
+    score = v.score
+    best, at = -1.0, -1
+    if lo < mid0:
+        k = int(score[lo:mid0].argmax())
+        best, at = float(score[lo + k]), lo + k
+    bound_of = v.block_score
+    while True:  # the first block of the highest bound, until that bound is its true maximum
+        kb = b0 + int(bound_of[b0:b1].argmax())
+        start = kb * _BLOCK
+        k = start + int(score[start:start + _BLOCK].argmax())
+        if score[k] == bound_of[kb]:
+            break
+        bound_of[kb] = score[k]
+    if score[k] > best:
+        best, at = float(score[k]), k
+    if mid1 < hi:
+        k = int(score[mid1:hi].argmax())
+        if score[mid1 + k] > best:
+            best, at = float(score[mid1 + k]), mid1 + k
+    return v.ids_l[at] if best >= 0 else -1
 
 
 def _skyline(prob: _Problem, score: list[float]) -> tuple[list[int], int]:
