@@ -34,7 +34,8 @@ def test_demo_small_gpt_matches_numpy(capsys, tmp_path):
 def test_demo_json_for_mlp(capsys):
     assert main(["demo", "--model", "mlp", "--size", "small", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
-    assert res["kernels"] >= 1 and res["max_abs_error"] < 1e-3 and res["arena_bytes"] >= res["floor_bytes"]
+    assert (res["kernels"] >= 1 and res["max_abs_error"] < 1e-3
+            and res["arena_bytes"] >= res["floor_bytes"])
 
 
 def test_schedule_command_reports_every_schedule_of_a_script(tmp_path, capsys):

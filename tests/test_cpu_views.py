@@ -61,7 +61,8 @@ def composed(x: np.ndarray, t: Tensor) -> np.ndarray | None:
 
 
 @cases(FEW * 5)
-@given(st.lists(st.tuples(st.integers(1, 12), st.integers(1, 5), st.integers(1, 4), st.integers(1, 3)),
+@given(st.lists(st.tuples(st.integers(1, 12), st.integers(1, 5), st.integers(1, 4),
+                          st.integers(1, 3)),
                 min_size=1, max_size=2), st.integers(0, 2))
 def test_unfolded_axes_are_one_strided_view_of_every_window(axes, lead):
     sizes, ks, strides, dilations = zip(*axes)

@@ -72,7 +72,8 @@ def test_context_rejects_unknown_flags():
 
 
 def test_flags_are_read_from_the_environment():
-    code = "from tolk.helpers import SCACHE, NO_MEMORY_PLANNER; print(SCACHE.value, NO_MEMORY_PLANNER.value)"
+    code = ("from tolk.helpers import SCACHE, NO_MEMORY_PLANNER; "
+            "print(SCACHE.value, NO_MEMORY_PLANNER.value)")
     env = dict(os.environ, SCACHE="0", NO_MEMORY_PLANNER="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.stdout.split() == ["0", "1"]

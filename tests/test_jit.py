@@ -34,7 +34,8 @@ def test_bound_variable_is_a_scalar_in_tensor_math():
     v = Variable("k", 0, 10)
     x = Tensor(rnd(3, 4))
     for k in (0, 3, 10):
-        np.testing.assert_allclose((x * v.bind(k) + v.bind(k)).numpy(), rnd(3, 4) * k + k, rtol=1e-6)
+        np.testing.assert_allclose((x * v.bind(k) + v.bind(k)).numpy(), rnd(3, 4) * k + k,
+                                   rtol=1e-6)
         np.testing.assert_allclose((v.bind(k) * x).numpy(), rnd(3, 4) * k, rtol=1e-6)
 
 
@@ -155,7 +156,8 @@ def test_captured_plan_holds_inputs_and_outputs_and_beats_per_step_plans():
     from tolk.schedule import linear_stats
 
     per_step = sum(linear_stats(t.schedule_linear()).arena_total for t in
-                   [(Tensor(rnd(64, 64)) * 2).contiguous() + 1, (Tensor(rnd(64, 64)).exp() * 3).contiguous() + 1])
+                   [(Tensor(rnd(64, 64)) * 2).contiguous() + 1,
+                    (Tensor(rnd(64, 64)).exp() * 3).contiguous() + 1])
     assert linear_stats(lin).arena_total <= per_step
     np.testing.assert_allclose(out.numpy(), np.exp(rnd(64, 64, seed=1) * 2 + 1) * 3 + 1, rtol=1e-5)
 

@@ -278,6 +278,7 @@ def test_realize_keys_its_program_by_the_tensors_graph_and_which_tensors_are_out
     t = Tensor(rnd(2)) + 1
     root = t.uop
     assert program_key(root, tag="realize")[0] != program_key(root)[0]  # a tag keeps keys apart
-    assert program_key(root, tag="realize")[0] == program_key((Tensor(rnd(2)) + 1).uop, tag="realize")[0]
+    assert (program_key(root, tag="realize")[0]
+            == program_key((Tensor(rnd(2)) + 1).uop, tag="realize")[0])
 
 

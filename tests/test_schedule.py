@@ -109,7 +109,8 @@ def test_join_through_mstack_and_mselect_waits_for_every_device():
     assert order.index("reads_one") > max(order.index("k0"), order.index("k1"))
     by_name = {c.src[0].arg.name: c for c in lin.src}
     assert by_name["reads_both"].src[2] is UOp(Ops.MSTACK, F32, (a0, a1))
-    assert by_name["reads_one"].src[2] is UOp(Ops.MSELECT, F32, (UOp(Ops.MSTACK, F32, (a0, a1)),), 1)
+    assert by_name["reads_one"].src[2] is UOp(Ops.MSELECT, F32,
+                                              (UOp(Ops.MSTACK, F32, (a0, a1)),), 1)
 
 
 def test_multi_device_assign_join_orders_readers_before_writers():
@@ -341,7 +342,8 @@ def test_only_binds_of_variables_kernels_read_are_returned():
 def test_bind_arguments_of_kernels_count_as_reads():
     n = var("n")
     body = UOp.sink(after(param(0), kernel("k", param(0), bind(n, 2))))
-    _, var_vals = create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (body, buf(41))), identity_pass)
+    _, var_vals = create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (body, buf(41))),
+                                          identity_pass)
     assert var_vals == {"n": 2}
 
 
@@ -475,7 +477,8 @@ def test_each_device_gets_its_own_arena():
 def test_planned_live_buffers_never_overlap(data):
     nbufs = data.draw(st.integers(1, 12))
     devices = ["CPU", "CPU:1"]
-    bufs = [UOp.internal_buffer(F32, data.draw(st.integers(0, 300)), data.draw(st.sampled_from(devices)))
+    bufs = [UOp.internal_buffer(F32, data.draw(st.integers(0, 300)),
+                                data.draw(st.sampled_from(devices)))
             for _ in range(nbufs)]
     held = set(data.draw(st.lists(st.sampled_from(bufs), max_size=2)))
     ncalls = data.draw(st.integers(1, 15))
@@ -520,7 +523,8 @@ def key_of(root: UOp):
 
 def test_program_key_is_the_same_for_the_same_computation_on_other_buffers():
     c = UOp.const(F32, 2.0)
-    assert key_of(UOp.sink(add(add(buf(1), buf(2)), c))) == key_of(UOp.sink(add(add(buf(7), buf(8)), c)))
+    assert (key_of(UOp.sink(add(add(buf(1), buf(2)), c)))
+            == key_of(UOp.sink(add(add(buf(7), buf(8)), c))))
     assert key_of(UOp.sink(add(buf(1), buf(1)))) == key_of(UOp.sink(add(buf(9), buf(9))))
 
 

@@ -74,7 +74,8 @@ def test_assign_at_a_variable_position():
     x = Tensor(np.zeros((4, 2), np.float32)).contiguous().realize()
     for p in range(4):
         x[v.bind(p)] = Tensor(np.full(2, p + 1, np.float32))
-    np.testing.assert_array_equal(x.numpy(), np.repeat(np.arange(1, 5, dtype=np.float32), 2).reshape(4, 2))
+    np.testing.assert_array_equal(x.numpy(),
+                                  np.repeat(np.arange(1, 5, dtype=np.float32), 2).reshape(4, 2))
 
 
 def test_a_slice_past_the_end_at_the_variables_max_is_rejected():

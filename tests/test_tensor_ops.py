@@ -893,7 +893,8 @@ def test_reshape_matches_numpy_including_minus_one(case, dt, data):
 
 def test_a_reshape_of_a_reshape_is_one_node_and_matches_numpy():
     a = np.arange(24, dtype=np.float32)
-    for base, want in ((Tensor(a), a), (Tensor(a) * 2, a * 2)):  # views of a buffer, of a computation
+    for base, want in ((Tensor(a), a),
+                       (Tensor(a) * 2, a * 2)):  # views of a buffer, of a computation
         x = base.reshape(2, 12)
         y = x.reshape(4, 3, 2)
         assert y.uop.op is Ops.RESHAPE and y.uop.src[0] is base.uop
@@ -1876,6 +1877,7 @@ def test_negating_a_bool_tensor_raises_like_numpy():
 def test_assign_broadcasts_like_numpy_setitem():
     x = Tensor(np.zeros((2, 4), np.float32))
     x.assign(Tensor(np.arange(4, dtype=np.float32).reshape(1, 1, 4)))
-    np.testing.assert_array_equal(x.numpy(), np.broadcast_to(np.arange(4, dtype=np.float32), (2, 4)))
+    np.testing.assert_array_equal(x.numpy(),
+                                  np.broadcast_to(np.arange(4, dtype=np.float32), (2, 4)))
     with pytest.raises(ValueError, match=r"\(3,\)"):
         x.assign(Tensor(np.zeros(3, np.float32)))

@@ -179,7 +179,8 @@ def test_node_caches_filled_from_many_threads_at_once_keep_every_value():
             # a fresh graph per trial (its nodes have empty caches), filled by four threads
             x = UOp(Ops.RESHAPE, f32, (UOp.buffer(f32, 64, "CPU"),), (8, 8))
             for i in range(2000):
-                x = UOp(Ops.ADD, f32, (x, UOp(Ops.RESHAPE, f32, (UOp.buffer(f32, 64, "CPU"),), (8, 8))))
+                x = UOp(Ops.ADD, f32,
+                        (x, UOp(Ops.RESHAPE, f32, (UOp.buffer(f32, 64, "CPU"),), (8, 8))))
             sink = UOp.sink(x)
             got: list = [None] * THREADS
 

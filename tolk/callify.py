@@ -361,15 +361,15 @@ def assign(target: Tensor, x) -> Tensor:
             raise ShapeError(f"assign of shape {x.shape} into a tensor of shape {target.shape}")
         x = x.reshape(shape)._broadcast_to(target.shape)
     if x.dtype is not target.dtype:
-        raise TypeError(f"assign of dtype {x.dtype.name} into a tensor of dtype {target.dtype.name}; "
-                        f"cast it first")
+        raise TypeError(f"assign of dtype {x.dtype.name} into a tensor of dtype "
+                        f"{target.dtype.name}; cast it first")
     if x.device != target.device:
         raise DeviceError(f"assign from device {x.device} into a tensor on {target.device}")
     chain = target.uop
     while chain.op in GroupOp.Movement:
         if chain.op is Ops.EXPAND:
-            raise ValueError(f"cannot assign into a broadcast (expanded) view of shape {target.shape}: "
-                             "it is read-only, as in numpy")
+            raise ValueError(f"cannot assign into a broadcast (expanded) view of shape "
+                             f"{target.shape}: it is read-only, as in numpy")
         chain = chain.src[0]
     if not _is_view_of_state(target.uop):
         realize([target])  # realizes the tensor `target` is a view of, if it is one
@@ -378,7 +378,8 @@ def assign(target: Tensor, x) -> Tensor:
         # an earlier pending assign used another value of the same variable: run it first
         target.realize()
         state = _base_and_chain(target.uop)
-    new_state = UOp(Ops.AFTER, state.dtype, (state, UOp(Ops.STORE, dtypes.void, (target.uop, x.uop))))
+    new_state = UOp(Ops.AFTER, state.dtype,
+                    (state, UOp(Ops.STORE, dtypes.void, (target.uop, x.uop))))
     views = _views.pop(state, IdentityWeakSet())
     views.add(target)
     for t in views:

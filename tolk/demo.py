@@ -124,7 +124,8 @@ def run_demo(model: str = "gpt", size: str = "default", html_path: str | None = 
               f"first run {first_run:.3f} s)")
         print(f"  max abs error      {err:.3g} vs the numpy forward"
               f"{'' if same else '  (repeat run differs!)'}")
-        print(f"  unplanned -> planned: {format_bytes(rep.unplanned_bytes)} -> {format_bytes(rep.arena_bytes)}")
+        print(f"  unplanned -> planned: {format_bytes(rep.unplanned_bytes)} -> "
+              f"{format_bytes(rep.arena_bytes)}")
         if html_path:
             print(f"  report written to {html_path}")
     return result
@@ -133,7 +134,8 @@ def run_demo(model: str = "gpt", size: str = "default", html_path: str | None = 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", choices=("gpt", "mlp", "resnet"), default="gpt")
     p.add_argument("--size", choices=SIZES, default="default",
-                   help="small, default (gpt: 4 layers, dim 256, seq 64) or large (GPT-2 small, ResNet-18 at 224)")
+                   help="small, default (gpt: 4 layers, dim 256, seq 64) or large "
+                        "(GPT-2 small, ResNet-18 at 224)")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -145,7 +147,8 @@ def main(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add the `demo` sub-command to the `tolk` command."""
-    p = subparsers.add_parser("demo", help="run a built-in model through tolk and check it against numpy",
+    p = subparsers.add_parser("demo",
+                              help="run a built-in model through tolk and check it against numpy",
                               description=__doc__.split("\n\n")[0])
     add_arguments(p)
     p.set_defaults(run=main)

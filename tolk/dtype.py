@@ -74,7 +74,9 @@ class dtypes:
 ALL_DTYPES: dict[str, DType] = {
     v.name: v for v in vars(dtypes).values() if isinstance(v, DType)
 }
-_NP_TO_DTYPE = {d.np: d for d in ALL_DTYPES.values() if d.np is not None and d is not dtypes.bfloat16}
+_NP_TO_DTYPE = {
+    d.np: d for d in ALL_DTYPES.values() if d.np is not None and d is not dtypes.bfloat16
+}
 
 
 def _by_name(name: str) -> DType:

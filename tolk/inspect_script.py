@@ -64,7 +64,8 @@ def main(args: argparse.Namespace) -> int:
               f"(floor {format_bytes(r['floor_bytes'])}, {ratio:.3f}x)"
               + (f" | vars {r['var_vals']}" if r["var_vals"] else ""))
         names = r["kernel_names"]
-        print("    " + ", ".join(names[:8]) + (f", ... ({len(names) - 8} more)" if len(names) > 8 else ""))
+        print("    " + ", ".join(names[:8])
+              + (f", ... ({len(names) - 8} more)" if len(names) > 8 else ""))
     return 0
 
 

@@ -70,7 +70,8 @@ class MultiTensor:
         """`other` split like self: a MultiTensor with the same layout, a scalar, or a Tensor
         broadcast against the logical shape."""
         if isinstance(other, MultiTensor):
-            if other.devices != self.devices or other.axis != self.axis or other.shape != self.shape:
+            if other.devices != self.devices or other.axis != self.axis \
+                    or other.shape != self.shape:
                 raise ShapeError(f"sharded operands differ: {self} and {other}")
             return list(other.shards)
         if not isinstance(other, Tensor):
@@ -88,7 +89,8 @@ class MultiTensor:
 
     def _map(self, fn, *others) -> MultiTensor:
         matched = [self._match(o) for o in others]
-        return MultiTensor([fn(s, *(m[i] for m in matched)) for i, s in enumerate(self.shards)], self.axis)
+        return MultiTensor([fn(s, *(m[i] for m in matched)) for i, s in enumerate(self.shards)],
+                           self.axis)
 
     def __add__(self, o):
         return self._map(lambda a, b: a + b, o)
@@ -109,16 +111,19 @@ class MultiTensor:
         return self._map(lambda a: -a)
 
     def __getattr__(self, name: str):
-        if name in {"exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "abs", "cast", "sin", "cos"}:
+        if name in {"exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "abs", "cast",
+                    "sin", "cos"}:
             return lambda *a, **k: self._map(lambda s: getattr(s, name)(*a, **k))
-        raise AttributeError(f"MultiTensor has no attribute {name!r}; gather with .to(device) first")
+        raise AttributeError(f"MultiTensor has no attribute {name!r}; "
+                             "gather with .to(device) first")
 
     def _reduce(self, name: str, axis, keepdim: bool, combine):
         axes = tuple(range(self.ndim)) if axis is None else \
             tuple(_norm_axis(a, self.ndim) for a in ((axis,) if isinstance(axis, int) else axis))
         if self.axis not in axes:
             new_axis = self.axis if keepdim else self.axis - sum(1 for a in axes if a < self.axis)
-            return MultiTensor([getattr(s, name)(axes, keepdim=keepdim) for s in self.shards], new_axis)
+            return MultiTensor([getattr(s, name)(axes, keepdim=keepdim) for s in self.shards],
+                               new_axis)
         # an empty shard holds nothing to reduce (and max/min of nothing has no identity)
         shards = [s for s in self.shards if s.shape[self.axis] > 0] or list(self.shards[:1])
         parts = [getattr(s, name)(axes, keepdim=keepdim).to(self.devices[0]) for s in shards]
@@ -147,7 +152,8 @@ class MultiTensor:
 
     def matmul(self, w: Tensor):
         if self.ndim < 2 or self.axis >= self.ndim - 1:
-            raise ShapeError(f"sharded matmul needs the input sharded on a batch or row axis, got {self}")
+            raise ShapeError(f"sharded matmul needs the input sharded on a batch or row axis, "
+                             f"got {self}")
         if isinstance(w, MultiTensor):
             w = w.to(self.devices[0])
         return MultiTensor([s @ w.to(s.device) for s in self.shards], self.axis)

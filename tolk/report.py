@@ -64,7 +64,8 @@ def kernel_rows(linear: UOp) -> list[KernelRow]:
         ast = call.src[0]
         name = ast.arg.name if isinstance(ast.arg, KernelInfo) else ast.op.name.lower()
         args = [a for a in call.src[1:] if a.op is not Ops.BIND]
-        rows.append(KernelRow(name, max(0, len(args) - 1), 1 if args else 0, sum(_arg_bytes(a) for a in args)))
+        rows.append(KernelRow(name, max(0, len(args) - 1), 1 if args else 0,
+                              sum(_arg_bytes(a) for a in args)))
     return rows
 
 
@@ -99,7 +100,8 @@ def lifetimes(linear: UOp) -> tuple[list[int], list[int], list[int], list[int], 
     arena = max(arenas, key=lambda a: a.size)
     mine = [v for v in views if v.src[0] is arena]
     return ([v.arg[1] for v in mine], [views[v][0] for v in mine], [views[v][1] for v in mine],
-            [v.arg[0] for v in mine], [f"{v.dtype.name}[{v.arg[1] // v.dtype.itemsize}]" for v in mine],
+            [v.arg[0] for v in mine],
+            [f"{v.dtype.name}[{v.arg[1] // v.dtype.itemsize}]" for v in mine],
             arena.size)
 
 

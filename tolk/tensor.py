@@ -122,7 +122,8 @@ def _broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     for dims in zip(*padded):
         sizes = {d for d in dims if d != 1}
         if len(sizes) > 1:
-            raise ShapeError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together")
+            raise ShapeError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} "
+                             "cannot be broadcast together")
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
 
@@ -213,7 +214,8 @@ class Tensor:
         found = {n.src[0].arg[0]: n for n in self.uop.toposort() if n.op is Ops.BIND}
         missing = names - set(found)
         if missing:
-            raise ShapeError(f"symbolic dimensions {sorted(missing)} have no bound value in this graph")
+            raise ShapeError(f"symbolic dimensions {sorted(missing)} have no bound value "
+                             "in this graph")
         return tuple(found[n] for n in sorted(names))
 
     def __len__(self) -> int:
@@ -232,7 +234,8 @@ class Tensor:
     # -- creation -----------------------------------------------------------------------------
 
     @staticmethod
-    def full(shape, fill_value: Scalar, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+    def full(shape, fill_value: Scalar, dtype: DType | str | None = None,
+             device: str | None = None) -> Tensor:
         shape = _shape_arg(shape)
         d = to_dtype(dtype) if dtype is not None else _scalar_default_dtype(fill_value)
         dev = UOp(Ops.DEVICE, dtypes.void, (), canonical_device(device or "CPU"))
@@ -269,7 +272,8 @@ class Tensor:
         if stop is None:
             start, stop = 0, start
         arr = np.arange(start, stop, step)
-        d = to_dtype(dtype) if dtype else (dtypes.default_float if arr.dtype.kind == "f" else dtypes.default_int)
+        d = to_dtype(dtype) if dtype else (dtypes.default_float if arr.dtype.kind == "f"
+                                           else dtypes.default_int)
         return Tensor(arr, device=device, dtype=d)
 
     @staticmethod
@@ -291,13 +295,15 @@ class Tensor:
     def rand(*shape, dtype=None, device=None) -> Tensor:
         """Uniform in [0, 1)."""
         d = to_dtype(dtype or dtypes.default_float)
-        return Tensor(Tensor._rng().random(_shape_arg(shape), dtype=np.float32), device=device, dtype=d)
+        return Tensor(Tensor._rng().random(_shape_arg(shape), dtype=np.float32),
+                      device=device, dtype=d)
 
     @staticmethod
     def randn(*shape, dtype=None, device=None) -> Tensor:
         """Standard normal."""
         d = to_dtype(dtype or dtypes.default_float)
-        return Tensor(Tensor._rng().standard_normal(_shape_arg(shape), dtype=np.float32), device=device, dtype=d)
+        return Tensor(Tensor._rng().standard_normal(_shape_arg(shape), dtype=np.float32),
+                      device=device, dtype=d)
 
     @staticmethod
     def uniform(*shape, low=0.0, high=1.0, dtype=None, device=None) -> Tensor:
@@ -448,7 +454,8 @@ class Tensor:
     def _bitwise(self, op: Ops, x, reverse=False) -> Tensor:
         a, b = self._operands(x, reverse)
         if a.dtype.is_float:
-            raise TypeError(f"bitwise {op.name.lower()} needs bool or integer tensors, got {a.dtype.name}")
+            raise TypeError(f"bitwise {op.name.lower()} needs bool or integer tensors, "
+                            f"got {a.dtype.name}")
         return a._alu(op, b)
 
     def __and__(self, x):
@@ -607,7 +614,8 @@ class Tensor:
     def _reduce(self, op: Ops, axis, keepdim: bool) -> Tensor:
         axes = self._axes(axis)
         if op in (Ops.MAX, Ops.MIN) and any(self.shape[a] == 0 for a in axes):
-            raise ShapeError(f"{op.name.lower()} over a zero-size axis of shape {self.shape} has no identity")
+            raise ShapeError(f"{op.name.lower()} over a zero-size axis of shape {self.shape} "
+                             "has no identity")
         out_shape = tuple(1 if i in axes else s for i, s in enumerate(self.shape))
         if axes and self.ndim:
             r = Tensor(UOp(Ops.REDUCE_AXIS, self.dtype, (self.uop,), (op, axes)))
@@ -647,7 +655,8 @@ class Tensor:
             return n
         out: Tensor | int = n
         for d in syms:
-            out = out * (Tensor(self._binds([d.name])[0]) + d.add if d.add else Tensor(self._binds([d.name])[0]))
+            out = out * (Tensor(self._binds([d.name])[0]) + d.add if d.add
+                         else Tensor(self._binds([d.name])[0]))
         return out
 
     def mean(self, axis=None, keepdim: bool = False) -> Tensor:
@@ -736,13 +745,15 @@ class Tensor:
         old_syms, old_n = _split(self.shape)
         new_syms, new_n = _split(tuple(d for d in shape if d != -1))
         if old_syms != new_syms:
-            raise ShapeError(f"cannot reshape {self.shape} into {shape}: symbolic dimensions must stay")
+            raise ShapeError(f"cannot reshape {self.shape} into {shape}: "
+                             "symbolic dimensions must stay")
         if -1 in shape:
             if new_n == 0 or old_n % new_n:
                 raise ShapeError(f"cannot reshape {self.shape} into {shape}")
             shape = tuple(old_n // new_n if d == -1 else d for d in shape)
         elif new_n != old_n:
-            raise ShapeError(f"cannot reshape {self.shape} ({old_n} elements) into {shape} ({new_n})")
+            raise ShapeError(f"cannot reshape {self.shape} ({old_n} elements) into {shape} "
+                             f"({new_n})")
         if shape == self.shape:
             return self
         u = self.uop
@@ -783,7 +794,8 @@ class Tensor:
         shape = _shape_arg(shape, allow_neg=True)
         if len(shape) < self.ndim:
             raise ShapeError(f"cannot expand {self.shape} to fewer dimensions {shape}")
-        x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape) if len(shape) > self.ndim else self
+        x = (self.reshape((1,) * (len(shape) - self.ndim) + self.shape) if len(shape) > self.ndim
+             else self)
         new = tuple(o if s == -1 else s for s, o in zip(shape, x.shape))
         for o, s in zip(x.shape, new):
             if o != s and o != 1:
@@ -795,7 +807,8 @@ class Tensor:
         or a flat tuple of ints in PyTorch order (last axis first)."""
         pads = _pad_arg(padding, self.ndim)
         if any(b < 0 or a < 0 for b, a in pads):
-            x = self.shrink(tuple((max(0, -b), s - max(0, -a)) for (b, a), s in zip(pads, self.shape)))
+            x = self.shrink(tuple((max(0, -b), s - max(0, -a))
+                                  for (b, a), s in zip(pads, self.shape)))
             return x.pad(tuple((max(0, b), max(0, a)) for b, a in pads), value)
         if all(b == 0 and a == 0 for b, a in pads):
             return self
@@ -868,11 +881,13 @@ class Tensor:
             return self.shrink(tuple((start, stop) if i == axis else None
                                      for i in range(self.ndim)))
         n = max(0, -(-(stop - start) // step))
-        x = self.shrink(tuple((start, start + min(n * step, self.shape[axis] - start)) if i == axis else None
+        x = self.shrink(tuple((start, start + min(n * step, self.shape[axis] - start))
+                              if i == axis else None
                               for i in range(self.ndim)))
         if step == 1 or n == 0:
             return x.shrink(tuple((0, n) if i == axis else None for i in range(self.ndim)))
-        x = x.pad(tuple((0, n * step - x.shape[axis]) if i == axis else None for i in range(self.ndim)))
+        x = x.pad(tuple((0, n * step - x.shape[axis]) if i == axis else None
+                        for i in range(self.ndim)))
         shp = x.shape
         x = x.reshape(shp[:axis] + (n, step) + shp[axis + 1 :])
         x = x.shrink(tuple((0, 1) if i == axis + 1 else None for i in range(x.ndim)))
@@ -944,13 +959,16 @@ class Tensor:
         ts = (self, *others)
         d = _norm_axis(dim, self.ndim)
         for t in ts:
-            if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != d):
-                raise ShapeError(f"cat along axis {d} needs equal other dims, got {[t.shape for t in ts]}")
+            if t.ndim != self.ndim \
+                    or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != d):
+                raise ShapeError(f"cat along axis {d} needs equal other dims, "
+                                 f"got {[t.shape for t in ts]}")
         dt = least_upper_dtype(*(t.dtype for t in ts))
         total = sum(t.shape[d] for t in ts)
         out, off = None, 0
         for t in ts:
-            p = t.cast(dt).pad(tuple((off, total - off - t.shape[d]) if i == d else None for i in range(self.ndim)))
+            p = t.cast(dt).pad(tuple((off, total - off - t.shape[d]) if i == d else None
+                                     for i in range(self.ndim)))
             out = p if out is None else out + p
             off += t.shape[d]
         return out
@@ -1022,7 +1040,8 @@ class Tensor:
 
         Indices are clipped to ``[0, len(self) - 1]`` (a lazy program cannot raise mid-run)."""
         if not isinstance(idx, Tensor) or idx.dtype.is_float or idx.dtype is dtypes.bool:
-            raise TypeError(f"gather indices must be an integer Tensor, got {getattr(idx, 'dtype', idx)}")
+            raise TypeError(f"gather indices must be an integer Tensor, "
+                            f"got {getattr(idx, 'dtype', idx)}")
         if self.ndim == 0:
             raise ShapeError("gather needs a tensor with at least one axis")
         if idx.device != self.device:
@@ -1047,7 +1066,8 @@ class Tensor:
                        for o, d, n, st in zip(offs, dilation, outs, stride))
             yield offs, self[(Ellipsis, *sl)]
 
-    def _unfold(self, k: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...]) -> Tensor:
+    def _unfold(self, k: tuple[int, ...], stride: tuple[int, ...],
+                dilation: tuple[int, ...]) -> Tensor:
         """Each of the last len(k) axes (length L) becomes two axes (k, out) holding every
         window along it: element ``[j, t]`` is element ``t * stride + j * dilation`` of the axis.
 
@@ -1058,7 +1078,8 @@ class Tensor:
         the chain into one strided view of the input (nothing is copied)."""
         lead = self.shape[: self.ndim - len(k)]
         sizes = self.shape[len(lead):]
-        outs = tuple((n - d * (kk - 1) - 1) // st + 1 for n, kk, st, d in zip(sizes, k, stride, dilation))
+        outs = tuple((n - d * (kk - 1) - 1) // st + 1
+                     for n, kk, st, d in zip(sizes, k, stride, dilation))
 
         def each(*parts) -> tuple[int, ...]:  # the lead axes, then parts[i][j] for axis j
             return lead + tuple(p for group in zip(*parts) for p in group)
@@ -1093,7 +1114,8 @@ class Tensor:
         is one contraction of it with the weight over (Cin/groups, KH, KW), which the CPU
         backend runs as one matrix product per group."""
         if self.ndim != 4 or weight.ndim != 4:
-            raise ShapeError(f"conv2d needs 4-D input and weight, got {self.shape} and {weight.shape}")
+            raise ShapeError(f"conv2d needs 4-D input and weight, "
+                             f"got {self.shape} and {weight.shape}")
         n, cin = self.shape[:2]
         cout, cin_g, kh, kw = weight.shape
         if cin != cin_g * groups or cout % groups:
@@ -1127,7 +1149,8 @@ class Tensor:
         k = _pair(kernel_size)
         pads = _conv_padding(padding)
         x = self._float()
-        x = x.pad(((0, 0),) * (x.ndim - 2) + tuple(pads)) if any(p for pp in pads for p in pp) else x
+        x = (x.pad(((0, 0),) * (x.ndim - 2) + tuple(pads)) if any(p for pp in pads for p in pp)
+             else x)
         out = None
         for _, win in x._windows(k, _pair(stride) if stride is not None else k, _pair(dilation)):
             out = win if out is None else out + win
@@ -1205,7 +1228,8 @@ def _shape_arg(shape, allow_neg: bool = False) -> tuple[int, ...]:
 
 def _split(shape) -> tuple[tuple[Sym, ...], int]:
     """(symbolic dims in order, product of the int dims): equal for reshapeable shapes."""
-    return tuple(d for d in shape if isinstance(d, Sym)), prod(d for d in shape if not isinstance(d, Sym))
+    return (tuple(d for d in shape if isinstance(d, Sym)),
+            prod(d for d in shape if not isinstance(d, Sym)))
 
 
 def _is_bound(x) -> bool:
@@ -1332,7 +1356,8 @@ def _to_numpy(data: Any, want: DType | None) -> np.ndarray:
             if arr.dtype.kind == "f":
                 arr = arr.astype(np.float32)
             elif arr.dtype.kind in "iu":
-                if arr.size and (arr.max() > np.iinfo(np.int32).max or arr.min() < np.iinfo(np.int32).min):
+                if arr.size and (arr.max() > np.iinfo(np.int32).max
+                                 or arr.min() < np.iinfo(np.int32).min):
                     arr = arr.astype(np.int64)
                 else:
                     arr = arr.astype(np.int32)

@@ -30,7 +30,8 @@ class Variable:
         if not isinstance(value, int) or isinstance(value, bool):
             raise TypeError(f"variable {self.name!r} takes an int, got {value!r}")
         if not self.min <= value <= self.max:
-            raise ValueError(f"variable {self.name!r} = {value} is outside [{self.min}, {self.max}]")
+            raise ValueError(f"variable {self.name!r} = {value} is outside "
+                             f"[{self.min}, {self.max}]")
         return BoundVariable(self, value)
 
     def __repr__(self) -> str:
@@ -51,7 +52,8 @@ class BoundVariable:
         return self.var.name
 
     def __repr__(self) -> str:
-        return f"{self.var.name}{self.add:+d}={self.value}" if self.add else f"{self.var.name}={self.value}"
+        return (f"{self.var.name}{self.add:+d}={self.value}" if self.add
+                else f"{self.var.name}={self.value}")
 
     def _t(self):
         from tolk.tensor import Tensor

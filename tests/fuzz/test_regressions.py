@@ -494,13 +494,13 @@ def test_fuzz_program_setitem_through_a_reshape_of_a_flipped_view():
 
 # 16 ------------------------------------------------------------------------------------------
 
-TAKEN_ALONG = ("callify.realize mapped the tensors it is asked for to their `_root` (a lazy view to "
-               "the lazy tensor it views) before `_closure`, but not the lazy tensors `_closure` "
-               "adds because they read a state this realize supersedes: a lazy view added there "
-               "is realized as an output of its own (`_build_sink` gives it a buffer holding a "
-               "copy) and loses its `_parent`, so it no longer aliases its parent's buffer; when "
-               "that view is an assign's target (assign realizes it first), the store goes into "
-               "the copy")
+TAKEN_ALONG = ("callify.realize mapped the tensors it is asked for to their `_root` (a lazy view "
+               "to the lazy tensor it views) before `_closure`, but not the lazy tensors "
+               "`_closure` adds because they read a state this realize supersedes: a lazy view "
+               "added there is realized as an output of its own (`_build_sink` gives it a buffer "
+               "holding a copy) and loses its `_parent`, so it no longer aliases its parent's "
+               "buffer; when that view is an assign's target (assign realizes it first), the store "
+               "goes into the copy")
 
 
 def test_view_of_a_lazy_tensor_taken_along_by_a_realize_sees_a_later_assign():

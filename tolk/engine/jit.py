@@ -171,7 +171,8 @@ class CapturedJit:
 
         sigs = [_signature(t) for t in tensors]
         if sigs != self.in_sigs:
-            raise JitError(f"jitted function called with inputs {sigs}, captured with {self.in_sigs}")
+            raise JitError(f"jitted function called with inputs {sigs}, "
+                           f"captured with {self.in_sigs}")
         if [b.name for b in binds] != self.var_names:
             raise JitError(f"jitted function called with variables {[b.name for b in binds]}, "
                            f"captured with {self.var_names}")

@@ -130,7 +130,8 @@ class _Codegen:
                 if sum(1 for x in leaves if x.op is Ops.PAD and self.users.get(x, 0) == 1) >= 2:
                     self.padsums[n] = leaves
                     self.skip.update(inner)
-                    self.skip.update(x for x in leaves if x.op is Ops.PAD and self.users.get(x, 0) == 1)
+                    self.skip.update(x for x in leaves
+                                     if x.op is Ops.PAD and self.users.get(x, 0) == 1)
         # movement chains that repeat an axis and cut it again (how overlapping windows are
         # written) would copy at a reshape; each one that is a single strided view of the
         # value under it is emitted as that view
@@ -284,7 +285,8 @@ class _Codegen:
             )
             keep = tuple(1 if i in axes else d for i, d in enumerate(full))
             return f"np.reshape(contract({spec!r}, {args}), {shape_code(keep)})"
-        return f"{_REDUCE[rop]}.reduce({x}, axis={tuple(axes)}, keepdims=True, dtype={self.const(cdt)})"
+        return (f"{_REDUCE[rop]}.reduce({x}, axis={tuple(axes)}, keepdims=True, "
+                f"dtype={self.const(cdt)})")
 
     def movement(self, n: UOp, x: str) -> str:
         op, arg = n.op, n.arg
@@ -404,7 +406,8 @@ def view_reshape(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     try:
         out.shape = shape
     except AttributeError:
-        raise KernelCompileError(f"store target of shape {x.shape} cannot be viewed as {shape}") from None
+        raise KernelCompileError(f"store target of shape {x.shape} cannot be viewed as "
+                                 f"{shape}") from None
     return out
 
 
@@ -520,7 +523,8 @@ def _contract_plan(spec: str):
     mid = batch + lfree + rfree
     return (only_a, only_b, la, lb, (batch, lfree, contr, rfree),
             tuple(la.index(c) for c in batch + lfree + contr),
-            tuple(lb.index(c) for c in batch + contr + rfree), mid, tuple(mid.index(c) for c in out))
+            tuple(lb.index(c) for c in batch + contr + rfree), mid,
+            tuple(mid.index(c) for c in out))
 
 
 def contract(spec: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -47,7 +47,8 @@ MAX_NESTED_RECOMPUTE = 3
 def _store_of(after: UOp) -> UOp:
     stores = [c for c in after.src[1:] if c.op is Ops.STORE]
     if len(stores) != 1 or len(after.src) != 2:
-        raise ScheduleError(f"a realization must be AFTER(state, STORE(view, value)), got {after.short()}")
+        raise ScheduleError(f"a realization must be AFTER(state, STORE(view, value)), "
+                            f"got {after.short()}")
     return stores[0]
 
 
@@ -65,7 +66,8 @@ class _Kernelizer:
         self.sink = sink
         for s in sink.src:
             if s.op is not Ops.AFTER:
-                raise ScheduleError(f"tensor SINK sources must be AFTER realizations, got {s.short()}")
+                raise ScheduleError(f"tensor SINK sources must be AFTER realizations, "
+                                    f"got {s.short()}")
         self.nodes = sink.toposort()
         self.realized: dict[UOp, None] = {}
         self.state: dict[UOp, UOp] = {}  # realized node or base state -> kernel-graph state
@@ -194,7 +196,8 @@ class _Kernelizer:
         state, store = after.src[0], _store_of(after)
         view, value = store.src
         chain = set(_view_chain(view)) | {view}
-        if state.op is not Ops.AFTER and all(u is after or u in chain for u in self.state_users[state]):
+        if state.op is not Ops.AFTER \
+                and all(u is after or u in chain for u in self.state_users[state]):
             return  # a buffer this graph only writes here (such as a fresh output): no hazard
         target = self.base_of(state)
         if value.op in _BASE_STATES and self.base_of(value) is target and value is not view:
@@ -241,7 +244,8 @@ class _Kernelizer:
 
     def kernel_nodes(self, root: UOp) -> list[UOp]:
         """The nodes computed in the kernel that computes `root` (realized inputs excluded)."""
-        return root.toposort(enter=lambda n: n is root or not (n in self.realized or self.is_leaf(n)))
+        return root.toposort(enter=lambda n: n is root
+                             or not (n in self.realized or self.is_leaf(n)))
 
     # -- emitting kernels -----------------------------------------------------------------------
 
@@ -263,12 +267,14 @@ class _Kernelizer:
                 return self.kernel(self.state_of(n.src[0]), view, n.src[0], value, value_state=copy)
             return self.kernel(self.state_of(n.src[0]), view, n.src[0], value)
         shape = shape_of(n)
-        buf = UOp(Ops.BUFFER, n.dtype, (), (fresh_internal_buffer_slot(), device_of(n), max_numel(shape)))
+        buf = UOp(Ops.BUFFER, n.dtype, (),
+                  (fresh_internal_buffer_slot(), device_of(n), max_numel(shape)))
         if n.op is Ops.COPY:
             src = n.src[0]
             while src.op is Ops.RESHAPE and src not in self.realized:
                 src = src.src[0]
-            call = UOp(Ops.CALL, dtypes.void, (UOp(Ops.COPY, n.dtype, (), n.arg), buf, self.state_of(src)))
+            call = UOp(Ops.CALL, dtypes.void,
+                       (UOp(Ops.COPY, n.dtype, (), n.arg), buf, self.state_of(src)))
             return UOp(Ops.AFTER, n.dtype, (buf, call))
         view = UOp(Ops.RESHAPE, n.dtype, (buf,), shape)
         if n.op is Ops.CONTIGUOUS:
@@ -278,7 +284,8 @@ class _Kernelizer:
     def copy_kernel(self, state: UOp) -> UOp:
         """A kernel copying the whole buffer of base state `state` into a new buffer."""
         size = self.base_of(state).arg[2]
-        buf = UOp(Ops.BUFFER, state.dtype, (), (fresh_internal_buffer_slot(), device_of(state), size))
+        buf = UOp(Ops.BUFFER, state.dtype, (),
+                  (fresh_internal_buffer_slot(), device_of(state), size))
         return self.kernel(buf, buf, buf, state)
 
     def kernel(self, prev: UOp, view: UOp, view_base: UOp, value: UOp,

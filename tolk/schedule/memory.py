@@ -128,7 +128,8 @@ def memory_plan_rewrite(
     for (device, _), bufs in lanes.items():
         plan = _plan(tuple(b.nbytes for b in bufs), tuple(lt.first[b] for b in bufs),
                      tuple(lt.last[b] for b in bufs))
-        arena = UOp(Ops.BUFFER, dtypes.uint8, (), (fresh_internal_buffer_slot(), device, plan.arena))
+        arena = UOp(Ops.BUFFER, dtypes.uint8, (),
+                    (fresh_internal_buffer_slot(), device, plan.arena))
         for b, off in zip(bufs, plan.offsets):
             mapping[b] = UOp(Ops.SLICE, b.dtype, (arena,), (off, b.nbytes))
     return _rebuild(linear, mapping)
