@@ -566,6 +566,20 @@ def test_program_key_lists_buffers_and_binds_in_toposort_order():
     assert key != program_key(root)[0] and key != program_key(root.src[1], root.src[0])[0]
 
 
+def test_program_key_walks_a_wide_node_in_order_and_renames_its_buffers():
+    # a SINK over many computed outputs: its sources are walked once each, left to right
+    one = UOp.const(F32, 1.0)
+    shared = add(buf(1), one)
+    outs = [add(add(buf(100 + i), shared), one) if i % 3 else shared for i in range(300)]
+    root = UOp.sink(*outs, buf(2))
+    key, bufs, _, nodes = program_key(root)
+    assert list(nodes) == root.toposort()
+    assert bufs == [buf(1)] + [buf(100 + i) for i in range(300) if i % 3] + [buf(2)]
+    renamed = UOp.sink(*[o.substitute({buf(100 + i): buf(1000 + i)}) for i, o in enumerate(outs)],
+                       buf(2))
+    assert program_key(renamed)[0] == key
+
+
 def test_program_keys_that_differ_where_their_hash_does_not_look_stay_apart():
     # a long part is hashed at spaced positions only; equality still compares it whole
     flat = tuple(range(1000))

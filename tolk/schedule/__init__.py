@@ -617,7 +617,9 @@ def program_key(
 
     # the hot loop of a cache hit, an iterative DFS: the node on top of the stack pushes its
     # first source not walked yet (one at a time, so no node is ever pushed twice) and is
-    # described once all are, when it comes back on top; sources of one and two spelled out
+    # described once all are, when it comes back on top; sources of one and two spelled out,
+    # those of a wider node read through an iterator kept in `wide` while it is on the stack
+    wide: dict[UOp, Any] = {}
     for root in roots:
         if root in ref:
             continue
@@ -660,14 +662,18 @@ def program_key(
                         ref[n] = n
                         continue
                     extend((n.op, n.dtype, n.arg_key, 2, r0, r1))
-            else:
-                for s in src:
+            else:  # three or more: resumed where the node left off, or a wide node is quadratic
+                it = wide.get(n)
+                if it is None:
+                    it = wide[n] = iter(src)
+                for s in it:
                     if s not in ref:
                         if s.src:
                             push(s)
                             break
                         leaf(s)
                 else:
+                    del wide[n]
                     pop()
                     refs = [ref[s] for s in src]
                     if all(map(operator.is_, refs, src)):

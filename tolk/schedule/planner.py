@@ -48,7 +48,7 @@ SQUEAKY_MAX_ROUNDS = 24
 SQUEAKY_BOOST = 2.0
 _NUMPY_SCAN = 40  # candidate scans longer than this use numpy
 _REBUILD_DEAD = 4  # a skyline view is rebuilt when over 1/_REBUILD_DEAD of it is placed
-_BLOCK = 256  # views longer than _BLOCKED_VIEW keep per-block maxima of this many positions
+_BLOCK = 256  # views longer than _BLOCKED_VIEW keep a score bound per block of this many positions
 _BLOCKED_VIEW = 8 * _BLOCK
 
 
@@ -332,8 +332,8 @@ class _Candidates:
 
 def _scan(v: _View, lo: int, hi: int, bound: int, at_most: bool) -> int:
     """Highest-score buffer in positions [lo, hi) whose other end is <= bound (at_most) or
-    >= bound; -1 when none."""
-    if hi - lo > 4 * _BLOCK and v.blocked:
+    >= bound, the lowest position among equals; -1 when none."""
+    if hi - lo > 4 * _BLOCK and v.blocked:  # long enough for whole blocks between the ends
         found = _scan_blocks(v, lo, hi, bound, at_most)
         if found is not None:
             return found
@@ -352,9 +352,10 @@ def _scan(v: _View, lo: int, hi: int, bound: int, at_most: bool) -> int:
 
 
 def _scan_blocks(v: _View, lo: int, hi: int, bound: int, at_most: bool) -> int | None:
-    """`_scan` of a long range in a blocked view when every position in it fits `bound` (None
-    when some may not): the partial blocks at both ends are scanned, the whole blocks between
-    are read through their maxima. The same answer as the scan: the highest score, the lowest
+    """`_scan` of a long range (whole blocks between its ends) in a blocked view when every
+    position in it fits `bound` (None when some may not): the partial blocks at both ends are
+    scanned, and of the whole blocks between only the first of the highest bound, once that
+    bound is its true maximum. The same answer as the scan: the highest score, the lowest
     position among equals."""
     b0, b1 = -(-lo // _BLOCK), hi // _BLOCK  # the whole blocks [b0, b1)
     mid0, mid1 = b0 * _BLOCK, b1 * _BLOCK
@@ -377,7 +378,7 @@ def _scan_blocks(v: _View, lo: int, hi: int, bound: int, at_most: bool) -> int |
         kb = b0 + int(bound_of[b0:b1].argmax())
         start = kb * _BLOCK
         k = start + int(score[start:start + _BLOCK].argmax())
-        if score[k] == bound_of[kb]:
+        if not score[k] < bound_of[kb]:  # exact (a NaN could never be corrected: stop too)
             break
         bound_of[kb] = score[k]
     if score[k] > best:
