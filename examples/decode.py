@@ -40,7 +40,8 @@ def step(w: dict[str, Tensor], caches: list[Tensor], token: Tensor, pos) -> Tens
     x = token.embedding(w["wte"]).reshape(CFG.dim) + w["wpe"][pos]
     for i in range(CFG.layers):
         p = f"h.{i}."
-        qkv = layernorm(x, w, p + "ln_1").linear(w[p + "attn.c_attn.weight"], w[p + "attn.c_attn.bias"])
+        qkv = layernorm(x, w, p + "ln_1").linear(w[p + "attn.c_attn.weight"],
+                                                  w[p + "attn.c_attn.bias"])
         q, k, v = (qkv[j * CFG.dim:(j + 1) * CFG.dim].reshape(heads, hd) for j in range(3))
         kc, vc = caches[2 * i], caches[2 * i + 1]
         kc[pos] = k

@@ -254,7 +254,6 @@ def test_every_elementwise_assign_in_a_chain_is_one_kernel():
 
 def test_realize_keys_its_program_by_the_tensors_graph_and_which_tensors_are_outputs():
     from tolk.schedule import program_key, schedule_cache_clear, schedule_cache_info
-    from tolk.uop.ops import UOp
 
     def realize_on_new_data(outputs_of):
         x = Tensor(rnd(3, 4))

@@ -1248,7 +1248,7 @@ def test_linear_matches_numpy(shape, out, with_bias, vector_weight, data):
 def numpy_conv2d(x, w, b, stride, padding, dilation, groups):
     """Plain loops: cross-correlation, NCHW, ((top, bottom), (left, right)) padding."""
     x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), padding[0], padding[1]))
-    n, cin, h, wd = x.shape
+    n, _, h, wd = x.shape
     cout, cin_g, kh, kw = w.shape
     oh = (h - dilation[0] * (kh - 1) - 1) // stride[0] + 1
     ow = (wd - dilation[1] * (kw - 1) - 1) // stride[1] + 1
