@@ -311,9 +311,6 @@ class Tensor:
 
     # -- elementwise --------------------------------------------------------------------------
 
-    def _const_like(self, x: Scalar, dtype: DType) -> Tensor:
-        return Tensor(UOp.const(dtype, _py_value(x, dtype)))
-
     def _operands(self, other: Tensor | Scalar, reverse: bool = False) -> tuple[Tensor, Tensor]:
         if isinstance(other, BoundVariable):
             other = other._t()
