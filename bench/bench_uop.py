@@ -106,7 +106,7 @@ def sample(lib: Lib, build: Callable[[Lib], Any], notes: list[str]) -> dict[str,
         if lib.export is not None:
             out["export"], data = timed(lambda: lib.export(root), notes, who + " export")
         t0 = time.perf_counter()
-        del root  # the only reference: frees the whole graph now
+        root = None  # the only reference: frees the whole graph now
         out["teardown"] = (time.perf_counter() - t0) * 1e3
         if lib.load is not None:
             out["import"], back = timed(lambda: lib.load(data), notes, who + " import")

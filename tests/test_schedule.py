@@ -24,6 +24,7 @@ from tolk.schedule import (
     lower_sink_to_linear,
     memory_plan_rewrite,
     program_body,
+    program_form,
     program_key,
     schedule_cache_clear,
     schedule_cache_info,
@@ -644,6 +645,22 @@ def test_equal_program_keys_mean_one_body_and_renamed_buffers_keep_the_key(graph
         assert program_body(g, bg, vg) is program_body(h, bh, vh)
     if one_to_one:
         assert kg == kh
+
+
+@settings(max_examples=200, deadline=None)
+@given(renamed_graphs())
+def test_equal_program_forms_mean_equal_program_keys_and_the_same_leaves(graphs):
+    g, h, one_to_one = graphs
+    (kg, bg, vg, _), (kh, bh, vh, _) = program_key(g), program_key(h)
+    fg, fh = program_form(g), program_form(h)
+    assert fg[1:] == (bg, vg) and fh[1:] == (bh, vh)
+    if fg[0] == fh[0]:
+        assert kg == kh
+    if one_to_one:
+        assert fg[0] == fh[0]
+    for roots in (g.src, g.src[::-1]):  # several roots, in either order
+        k, b, v, _ = program_key(*roots)
+        assert program_form(*roots)[1:] == (b, v)
 
 
 def test_a_cache_hit_gives_the_schedule_of_a_miss_on_the_new_buffers():

@@ -4,7 +4,9 @@
 (an output buffer for each computed tensor, the pending assigns of the others) as
 ``CALL(body, *buffers, *binds)``, the body over PARAMs (so it is the same for the same
 computation on other data), with `create_linear_for_program`: cached by the `program_key` of
-the tensors' graph, so a hit builds neither the SINK nor a body. It then runs the planned
+the tensors' graph, so a hit builds neither the SINK nor a body. A program realized before is
+found by its form (`program_form`: the forms its nodes got as they were built, and a walk of
+its leaf links only), so a hit does not walk the graph either. It then runs the planned
 LINEAR and points the tensors at their buffers.
 
 Buffer states. A buffer's contents over time are a chain of states: its BUFFER, then one
@@ -37,9 +39,10 @@ from tolk.dtype import bf16_to_f32, dtypes
 from tolk.engine import realize as _realize  # its `capturing`, read at each call
 from tolk.engine.realize import run_linear
 from tolk.errors import DeviceError, JitError, ShapeError
-from tolk.helpers import gc_paused, prod
+from tolk.helpers import SCACHE, gc_paused, prod
 from tolk.runtime.device import typed_view
-from tolk.schedule import create_linear_for_program, program_key
+from tolk.schedule import (create_linear_for_program, program_by_form, program_form, program_key,
+                           remember_program_form)
 from tolk.tensor import (IdentityWeakSet, Tensor, _base_and_chain, _lazy, _lazy_views, _view_states,
                          _views)
 from tolk.uop.ops import GroupOp, Ops, UOp
@@ -281,7 +284,9 @@ def realize(tensors, run: bool = True):
 
     The schedule is cached by the `program_key` of the graphs to compute (the computed tensors'
     and the pending assign states, tagged: the SINK of realizations is a function of them), so a
-    cache hit walks those graphs once and builds only the output buffers, not the SINK."""
+    cache hit walks those graphs once and builds only the output buffers, not the SINK. Without
+    pending assigns, a program realized before is found by `program_form` (no walk); the order
+    of its outputs is the one the first realize found."""
     start = time.perf_counter() if schedule_hooks else 0.0
     for t in tensors:
         if not isinstance(t, Tensor):
@@ -289,17 +294,31 @@ def realize(tensors, run: bool = True):
     tensors = list({id(r): r for r in map(_root, tensors)}.values())  # each root once
     finals: dict[UOp, UOp] = {}
     computed, pending = _outputs(tensors)
-    key, bufs, binds, nodes = program_key(*(t.uop for t in computed), *pending, tag=_REALIZE)
-    if run:
-        more, finals = _closure(tensors, nodes)
-        if more is not tensors:
-            tensors = more
-            computed, pending = _outputs(tensors)
-            key, bufs, binds, nodes = program_key(
-                *(t.uop for t in computed), *pending, tag=_REALIZE)
-    if not computed and not pending:
-        return (UOp(Ops.LINEAR, src=()), {}) if not run else None
-    computed = _inner_first(computed, nodes)
+    roots = tuple(t.uop for t in computed)
+    form = None if pending or not roots or not SCACHE.value else program_form(*roots, tag=_REALIZE)
+    known = program_by_form(form[0]) if form is not None else None
+    if known is not None:  # a program realized before: no walk (and no AFTER, so no closure)
+        key, order = known
+        bufs, binds = form[1], form[2]
+        if CHECK_FORMS:
+            _check_form_hit(key, bufs, binds, roots)
+        computed = [computed[i] for i in order]
+    else:
+        key, bufs, binds, nodes = program_key(*roots, *pending, tag=_REALIZE)
+        if run:
+            more, finals = _closure(tensors, nodes)
+            if more is not tensors:
+                tensors = more
+                computed, pending = _outputs(tensors)
+                key, bufs, binds, nodes = program_key(
+                    *(t.uop for t in computed), *pending, tag=_REALIZE)
+                form = None
+        if not computed and not pending:
+            return (UOp(Ops.LINEAR, src=()), {}) if not run else None
+        given = {id(t): i for i, t in enumerate(computed)}
+        computed = _inner_first(computed, nodes)
+        if form is not None and form[1] == bufs and form[2] == binds:
+            remember_program_form(form[0], (key, tuple([given[id(t)] for t in computed])))
     out_bufs = [_out_buffer(t) for t in computed]
     with gc_paused():  # params: the graph's buffers in walk order, then the output buffers
         linear, var_vals = create_linear_for_program(
@@ -312,6 +331,16 @@ def realize(tensors, run: bool = True):
     run_linear(linear, var_vals)
     _after_run([(t, _out_view(t, b)) for t, b in zip(computed, out_bufs)], finals)
     return None
+
+
+CHECK_FORMS = False  # tests: every realize found by its form also checks it against program_key
+
+
+def _check_form_hit(key, bufs: list[UOp], binds: list[UOp], roots: tuple[UOp, ...]) -> None:
+    k, b, v, _ = program_key(*roots, tag=_REALIZE)
+    if k != key or b != bufs or v != binds:
+        raise AssertionError(f"a form key found another program: {len(b)} buffers, "
+                             f"{len(v)} binds by program_key, {len(bufs)} and {len(binds)} by form")
 
 
 def _after_run(outputs, finals: dict[UOp, UOp]) -> None:

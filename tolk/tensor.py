@@ -32,6 +32,7 @@ from tolk.dtype import DType, dtypes, least_upper_dtype, to_dtype
 from tolk.errors import DeviceError, ShapeError
 from tolk.helpers import prod
 from tolk.runtime.device import canonical_device
+from tolk.uop.form import Form, form_of
 from tolk.uop.ops import GroupOp, Ops, UOp
 from tolk.uop.shape import Sym, concrete, device_of, is_symbolic, shape_of
 from tolk.variable import BoundVariable
@@ -162,8 +163,11 @@ class Tensor:
         self._set(_from_host(arr, d, device))
 
     def _set(self, u: UOp) -> None:
-        if "shape" not in u._cache:  # a new node over sources whose shapes are known: no walk
-            shape_of(u)
+        cache = u._cache
+        if "shape" not in cache:  # a new node over sources whose shapes are known: no walk
+            _shape_by_form(u, cache)
+        elif u._form is None:
+            form_of(u)
         self.uop = u
         self._parent = None
         base = _base_and_chain(u)
@@ -1291,20 +1295,40 @@ def _conv_padding(padding) -> tuple[tuple[int, int], tuple[int, int]]:
     raise ShapeError(f"conv padding must be an int, 2 or 4 ints, got {padding}")
 
 
+def _shape_by_form(u: UOp, cache: dict) -> None:
+    """Give a new node its form (`tolk.uop.form`) and its shape and device: a form made
+    before carries them (a node's shape and device follow from its form), so a program
+    built again infers no shapes; a new form takes them from `shape_of`."""
+    f = form_of(u)
+    if type(f) is not Form:  # none, or the node itself (no buffer below it): inferred
+        shape_of(u)
+    elif f.shape is not None:
+        cache["shape"] = f.shape
+        if f.device is not None:
+            cache["device"] = f.device
+    else:
+        shape_of(u)
+        f.device = cache.get("device")
+        f.shape = cache["shape"]
+
+
 def _broadcast_const(dtype: DType, value: Scalar, shape: tuple) -> UOp:
     """The constant `value` broadcast to `shape`: the nodes ``Tensor(const)._broadcast_to``
     builds (a reshape to ones, then an expand), without the checks a constant cannot fail."""
     u = UOp.const(dtype, value)
     u._cache["shape"] = ()
+    form_of(u)  # each node's form made as it is built, so none of it walks
     if not shape:
         return u
     ones = (1,) * len(shape)
     u = UOp(Ops.RESHAPE, dtype, (u,), ones)
     u._cache["shape"] = ones  # what `shape_of` would find; set here so none of it walks
+    form_of(u)
     if shape == ones:
         return u
     u = UOp(Ops.EXPAND, dtype, (u,), tuple(shape))
     u._cache["shape"] = u.arg
+    form_of(u)
     return u
 
 

@@ -12,6 +12,8 @@
                                           buffers, cached whole by a program_key (the SINK is
                                           built on a miss only); a hit binds the cached
                                           planned LINEAR to the buffers
+    program_form(*roots)                  a realize's key without a walk of its graph: the
+                                          nodes' forms (tolk.uop.form) and leaf links
 
 This module is the Python implementation of the `tolk.schedule` API reference
 (spec/tolk-schedule.txt); every public function documents its part of that contract.
@@ -32,13 +34,15 @@ from tolk.engine import realize as _realize  # its `capturing`, read at each cal
 from tolk.errors import CycleError, ScheduleError
 from tolk.helpers import CAPTURING, DEBUG, NO_MEMORY_PLANNER, SCACHE
 from tolk.schedule.memory import LinearStats, linear_stats, memory_plan_rewrite
+from tolk.uop.form import form_of, leaves
 from tolk.uop.ops import GroupOp, KernelInfo, Ops, UOp, fresh_internal_buffer_slot
 
 __all__ = [
     "fresh_internal_buffer_slot", "create_schedule", "lower_sink_to_linear",
     "memory_plan_rewrite", "create_linear_with_vars", "schedule_cache_clear",
     "schedule_cache_info", "ScheduleCacheInfo", "create_linear_for_sink",
-    "create_linear_for_program", "program_key",
+    "create_linear_for_program", "program_key", "program_form", "program_by_form",
+    "remember_program_form",
     "ProgramKey", "program_body", "program_params", "linear_stats", "LinearStats",
     "ScheduleError",
 ]
@@ -336,6 +340,8 @@ SCHEDULE_CACHE_SIZE = 4096  # schedules kept; the least recently used one goes f
 _cache: OrderedDict[tuple[bytes, object], tuple[UOp, UOp]] = OrderedDict()
 # the same for whole programs (`create_linear_for_sink`): program_key -> bindable schedule
 _programs: OrderedDict[ProgramKey, _Program] = OrderedDict()
+# a realize's form key (`program_form`) -> what its caller found for that program the slow way
+_by_form: OrderedDict[tuple, Any] = OrderedDict()
 _cache_lock = threading.Lock()
 _cache_counts = [0, 0]  # hits, misses
 
@@ -345,6 +351,7 @@ def schedule_cache_clear() -> None:
     with _cache_lock:
         _cache.clear()
         _programs.clear()
+        _by_form.clear()
         _cache_counts[:] = [0, 0]
 
 
@@ -688,6 +695,51 @@ def program_key(
             count += 1
     parts = (tuple(flat), tuple([ref[r] for r in roots]))
     return ProgramKey(parts if tag is None else (tag, *parts)), bufs, binds, ref
+
+
+def program_form(*roots: UOp, tag: Any = None) -> tuple[tuple, list[UOp], list[UOp]] | None:
+    """``(form key, buffers, binds)`` of the tensor graph under `roots`, read off the nodes'
+    forms (`tolk.uop.form`): no walk of the graph, only of its leaf links.
+
+    `buffers` and `binds` are those of ``program_key(*roots, tag=tag)``, in its order. Two
+    graphs have equal form keys only if they have equal program keys (equal root forms: one
+    structure with buffers and bind values left open; equal leaf descriptions: the same
+    buffer at the same places), so a caller may keep what it learned about a program under
+    its form key (`remember_program_form`) and find it again for a new graph of the same
+    program (`program_by_form`) without `program_key`. None when a root has no form or the
+    graph holds an AFTER (a pending write: a realize of it needs the whole graph)."""
+    forms = []
+    for r in roots:
+        f = form_of(r)
+        if f is None or (f is not r and f.after):
+            return None
+        forms.append(f)
+    desc, found = leaves(roots)
+    bufs = [x for x in found if x.op is Ops.BUFFER]
+    binds = [x for x in found if x.op is not Ops.BUFFER] if len(bufs) < len(found) else []
+    return (tag, *forms, desc), bufs, binds
+
+
+def program_by_form(form_key: tuple) -> Any:
+    """What `remember_program_form` stored under `form_key` (None if nothing, or if SCACHE is
+    off); kept with the schedule cache (`schedule_cache_clear` drops it)."""
+    if not SCACHE.value:
+        return None
+    with _cache_lock:
+        found = _by_form.get(form_key)
+        if found is not None:
+            _by_form.move_to_end(form_key)
+        return found
+
+
+def remember_program_form(form_key: tuple, value: Any) -> None:
+    """Keep `value` (not None) under `form_key`; the least recently used entries go first."""
+    if not SCACHE.value:
+        return
+    with _cache_lock:
+        _by_form[form_key] = value
+        while len(_by_form) > SCHEDULE_CACHE_SIZE:
+            _by_form.popitem(last=False)
 
 
 def program_params(bufs: list[UOp]) -> tuple[UOp, ...]:

@@ -384,7 +384,8 @@ class UOp:
     Invariant: for equal ``(op, dtype, src, arg)`` at most one live UOp exists.
     """
 
-    __slots__ = ("op", "dtype", "src", "arg", "arg_key", "_key", "_cache", "__weakref__")
+    __slots__ = ("op", "dtype", "src", "arg", "arg_key", "_key", "_cache", "_form", "_links",
+                 "__weakref__")
     op: Ops
     dtype: DType
     src: tuple[UOp, ...]
@@ -414,7 +415,7 @@ class UOp:
         node = object.__new__(cls)
         node.op, node.dtype, node.src, node.arg = op, dtype, src, arg
         node.arg_key = arg_key
-        node._key = None
+        node._key = node._form = node._links = None  # made when asked for (see tolk.uop.form)
         node._cache = {}  # made with the node: threads never race to create it
         ref = _Ref(node, _drop)
         ref.key = k

@@ -1,0 +1,231 @@
+"""Forms: a tensor graph's structure with its buffers and variable values left open, per node.
+
+A node's *form* is its structure with every BUFFER standing for any buffer of its dtype,
+device and size and every BIND for its variable at any value: ``a * 2`` and ``b * 2`` over
+two buffers of one dtype, device and size have one form. A node with no BUFFER or BIND below
+it is its own form (nodes are hash-consed: one structure, one node); the others have a
+`Form`, interned, so equal forms are one object. A form is made once per node from its
+sources' forms, as a tensor op builds the node (`tolk.tensor`), so a program built again
+knows it is the same program without a walk of its graph; and since a node's shape and
+device follow from its form, the `Form` carries them and the second build infers no shapes.
+
+A form does not say which buffers are the same buffer: ``a * b`` and ``a * a`` have one
+form. The node's *leaf links* do: a BUFFER or BIND links to itself, any other node to the
+links of its only source that has any, or to the tuple of its sources' links. `leaves` walks
+the links under some roots (one tuple per node where two sources with leaves meet, so far
+fewer than the nodes) and returns the leaves in first-use order with a canonical description
+of which occurrence is which leaf. Two graphs with equal root forms and equal descriptions
+are one program on other buffers and values: the structure is the same, and so is every
+place each buffer is used (hash-consing then makes the sharing of nodes the same too): what
+`tolk.schedule.program_key` finds by describing every node.
+
+Below a BIND whose value is not a plain constant, nodes have no form (None): such graphs
+take the slow path. The interning table holds forms weakly: a form lives while a node, a
+cache or a form above it holds it (a form holds its sources' forms), so a program whose root
+form a cache keeps finds all of its forms again when it is built anew.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+from tolk.uop.ops import Ops, UOp
+
+try:
+    from _weakref import _remove_dead_weakref
+except ImportError:  # not CPython: remove the entry if it still holds a dead reference
+    def _remove_dead_weakref(table: dict, key: Any) -> None:
+        ref = table.get(key)
+        if ref is not None and ref() is None:
+            table.pop(key, None)
+
+__all__ = ["Form", "form_of", "leaves"]
+
+
+class Form:
+    """An interned form of a node with a BUFFER or BIND below it.
+
+    `after`: an AFTER (a pending write) is in the graph. `shape` and `device`: those of
+    every node of this form, once one of them has been given its shape (None before). `key`:
+    what it was interned by, holding the forms of its sources (and its buffer-free source
+    nodes), so a form lives as long as some node or cache holds it or a form above it."""
+
+    __slots__ = ("after", "shape", "device", "key", "__weakref__")
+
+    def __init__(self, after: bool, key: tuple):
+        self.after = after
+        self.key = key
+        self.shape = self.device = None
+
+
+class _Ref(weakref.ref):
+    """A weak reference to an interned form that remembers its table key."""
+
+    __slots__ = ("key",)
+
+
+# (op, dtype, arg key, source forms) or (BUFFER, dtype, device, size) -> its live form
+_forms: dict[tuple, _Ref] = {}
+_forms_lock = threading.Lock()  # only for replacing an entry whose form just died
+_FREE = object()  # `_form` of a node with no BUFFER or BIND below it: the node is its form
+_NONE = object()  # `_form` of a node with no form
+_LEAF = object()  # `_links` of a BUFFER or BIND: the node itself (a node holding itself
+#                   would be a reference cycle, and a buffer must die when its last user does)
+
+
+def _drop(ref: _Ref, _remove=_remove_dead_weakref, _table=_forms) -> None:
+    _remove(_table, ref.key)  # only if the entry still holds a dead reference
+
+
+def _form(key: tuple, after: bool, _get=_forms.get) -> Form:
+    """The live form of `key`, made (with `after`) if there is none."""
+    ref = _get(key)
+    if ref is not None:
+        f = ref()
+        if f is not None:
+            return f
+    f = Form(after, key)
+    ref = _Ref(f, _drop)
+    ref.key = key
+    got = _forms.setdefault(key, ref)  # one atomic step: two threads get one form
+    if got is not ref:
+        other = got()
+        if other is not None:
+            return other
+        with _forms_lock:  # a dead entry whose callback has not run yet: replace it
+            got = _forms.get(key)
+            other = got() if got is not None else None
+            if other is not None:
+                return other
+            _forms[key] = ref
+    return f
+
+
+def _make(n: UOp, _bind=Ops.BIND, _after=Ops.AFTER) -> None:
+    """Set ``n._form`` and ``n._links`` from its sources' (all known). Runs for every node a
+    tensor op builds: one and two sources are spelled out."""
+    src = n.src
+    op = n.op
+    k = len(src)
+    if k == 2 and op is not _bind:
+        a, b = src
+        fa, fb = a._form, b._form
+        if fa is _FREE:
+            if fb is _FREE:
+                n._form = _FREE
+                return
+            if fb is _NONE:
+                n._form = _NONE
+                return
+            fa, after = a, fb.after
+        elif fb is _FREE:
+            if fa is _NONE:
+                n._form = _NONE
+                return
+            fb, after = b, fa.after
+        elif fa is _NONE or fb is _NONE:
+            n._form = _NONE
+            return
+        else:
+            after = fa.after or fb.after
+        n._form = _form((op, n.dtype, n.arg_key, fa, fb), after or op is _after)
+        la, lb = a._links, b._links
+        if la is _LEAF:
+            la = a
+        if lb is _LEAF:
+            lb = b
+        n._links = la if lb is None else lb if la is None else (la, lb)
+        return
+    if k == 1:
+        s = src[0]
+        fs = s._form
+        if fs is _FREE or fs is _NONE:
+            n._form = fs
+            return
+        n._form = _form((op, n.dtype, n.arg_key, fs), fs.after or op is _after)
+        n._links = s if s._links is _LEAF else s._links
+        return
+    if not k:
+        if op is Ops.BUFFER:
+            n._form = _form((op, n.dtype, n.arg[1], n.arg[2]), False)
+            n._links = _LEAF
+        else:
+            n._form = _FREE
+        return
+    if op is _bind:  # the variable's form: the value is the bind's own business
+        var, value = src[0], src[-1]
+        if k != 2 or var._form is not _FREE or value.op is not Ops.CONST or value.src:
+            n._form = _NONE
+            return
+        n._form = _form((op, n.dtype, n.arg_key, var), False)
+        n._links = _LEAF
+        return
+    forms = [s._form for s in src]
+    if _NONE in forms:
+        n._form = _NONE
+        return
+    if all(f is _FREE for f in forms):
+        n._form = _FREE
+        return
+    n._form = _form((op, n.dtype, n.arg_key, *[s if f is _FREE else f for s, f in zip(src, forms)]),
+                    op is _after or any(f is not _FREE and f.after for f in forms))
+    links = [s if s._links is _LEAF else s._links for s in src if s._links is not None]
+    n._links = links[0] if len(links) == 1 else tuple(links)
+
+
+def form_of(u: UOp) -> Form | UOp | None:
+    """`u`'s form: a `Form`, `u` itself when no BUFFER or BIND is below it, or None when it
+    has none. Made for every node below `u` that lacks one (iteratively), then kept."""
+    f = u._form
+    if f is None:
+        for s in u.src:
+            if s._form is None:
+                break
+        else:  # the usual case, a node a tensor op just built: its sources have theirs
+            _make(u)
+            f = u._form
+            return u if f is _FREE else None if f is _NONE else f
+        stack = [u]
+        while stack:
+            n = stack[-1]
+            for s in n.src:
+                if s._form is None:
+                    stack.append(s)
+                    break
+            else:
+                stack.pop()
+                if n._form is None:
+                    _make(n)
+        f = u._form
+    return u if f is _FREE else None if f is _NONE else f
+
+
+def leaves(roots: tuple[UOp, ...]) -> tuple[tuple[int, ...], list[UOp]]:
+    """``(description, leaves)`` of the leaf links under `roots` (whose forms are made).
+
+    `leaves` are the BUFFERs and BINDs under `roots` in the order a depth-first walk of the
+    graph first meets them (sources in order, roots in order). The description numbers each
+    link met, leaf or tuple, by its first meeting and lists the numbers in meeting order; a
+    tuple met again is not entered again."""
+    desc: list[int] = []
+    out: list[UOp] = []
+    seen: dict[int, int] = {}
+    for r in roots:
+        stack: list[Any] = [r if r._links is _LEAF else r._links]
+        while stack:
+            x = stack.pop()
+            if x is None:
+                continue
+            i = seen.get(id(x))
+            if i is not None:
+                desc.append(i)
+                continue
+            i = seen[id(x)] = len(seen)
+            desc.append(i)
+            if type(x) is tuple:
+                stack.extend(reversed(x))
+            else:
+                out.append(x)
+    return tuple(desc), out
