@@ -136,7 +136,7 @@ def _make(n: UOp, _bind=Ops.BIND, _after=Ops.AFTER) -> None:
             la = a
         if lb is _LEAF:
             lb = b
-        n._links = la if lb is None else lb if la is None else (la, lb)
+        n._links = la if lb is None else lb if la is None else (lb, la)
         return
     if k == 1:
         s = src[0]
@@ -171,7 +171,7 @@ def _make(n: UOp, _bind=Ops.BIND, _after=Ops.AFTER) -> None:
         return
     n._form = _form((op, n.dtype, n.arg_key, *[s if f is _FREE else f for s, f in zip(src, forms)]),
                     op is _after or any(f is not _FREE and f.after for f in forms))
-    links = [s if s._links is _LEAF else s._links for s in src if s._links is not None]
+    links = [s if s._links is _LEAF else s._links for s in reversed(src) if s._links is not None]
     n._links = links[0] if len(links) == 1 else tuple(links)
 
 
@@ -208,24 +208,29 @@ def leaves(roots: tuple[UOp, ...]) -> tuple[tuple[int, ...], list[UOp]]:
     `leaves` are the BUFFERs and BINDs under `roots` in the order a depth-first walk of the
     graph first meets them (sources in order, roots in order). The description numbers each
     link met, leaf or tuple, by its first meeting and lists the numbers in meeting order; a
-    tuple met again is not entered again."""
+    tuple met again is not entered again. (A tuple holds its sources' links last first: the
+    order a stack gives them back.)"""
     desc: list[int] = []
     out: list[UOp] = []
     seen: dict[int, int] = {}
+    get, note, found = seen.get, desc.append, out.append
+    count = 0
     for r in roots:
-        stack: list[Any] = [r if r._links is _LEAF else r._links]
+        top = r if r._links is _LEAF else r._links
+        if top is None:
+            continue
+        stack: list[Any] = [top]
+        pop, push = stack.pop, stack.extend
         while stack:
-            x = stack.pop()
-            if x is None:
-                continue
-            i = seen.get(id(x))
-            if i is not None:
-                desc.append(i)
-                continue
-            i = seen[id(x)] = len(seen)
-            desc.append(i)
-            if type(x) is tuple:
-                stack.extend(reversed(x))
-            else:
-                out.append(x)
+            x = pop()
+            k = id(x)
+            i = get(k)
+            if i is None:
+                i = seen[k] = count
+                count += 1
+                if type(x) is tuple:
+                    push(x)
+                else:
+                    found(x)
+            note(i)
     return tuple(desc), out
