@@ -130,13 +130,14 @@ def _make(n: UOp, _bind=Ops.BIND, _after=Ops.AFTER) -> None:
             return
         else:
             after = fa.after or fb.after
-        n._form = _form((op, n.dtype, n.arg_key, fa, fb), after or op is _after)
+        f = _form((op, n.dtype, n.arg_key, fa, fb), after or op is _after)
         la, lb = a._links, b._links
         if la is _LEAF:
             la = a
         if lb is _LEAF:
             lb = b
         n._links = la if lb is None else lb if la is None else (lb, la)
+        n._form = f  # last: a node with a form has its links (another thread may look)
         return
     if k == 1:
         s = src[0]
@@ -144,13 +145,14 @@ def _make(n: UOp, _bind=Ops.BIND, _after=Ops.AFTER) -> None:
         if fs is _FREE or fs is _NONE:
             n._form = fs
             return
-        n._form = _form((op, n.dtype, n.arg_key, fs), fs.after or op is _after)
+        f = _form((op, n.dtype, n.arg_key, fs), fs.after or op is _after)
         n._links = s if s._links is _LEAF else s._links
+        n._form = f
         return
     if not k:
         if op is Ops.BUFFER:
-            n._form = _form((op, n.dtype, n.arg[1], n.arg[2]), False)
             n._links = _LEAF
+            n._form = _form((op, n.dtype, n.arg[1], n.arg[2]), False)
         else:
             n._form = _FREE
         return
@@ -159,8 +161,8 @@ def _make(n: UOp, _bind=Ops.BIND, _after=Ops.AFTER) -> None:
         if k != 2 or var._form is not _FREE or value.op is not Ops.CONST or value.src:
             n._form = _NONE
             return
-        n._form = _form((op, n.dtype, n.arg_key, var), False)
         n._links = _LEAF
+        n._form = _form((op, n.dtype, n.arg_key, var), False)
         return
     forms = [s._form for s in src]
     if _NONE in forms:
@@ -169,10 +171,11 @@ def _make(n: UOp, _bind=Ops.BIND, _after=Ops.AFTER) -> None:
     if all(f is _FREE for f in forms):
         n._form = _FREE
         return
-    n._form = _form((op, n.dtype, n.arg_key, *[s if f is _FREE else f for s, f in zip(src, forms)]),
-                    op is _after or any(f is not _FREE and f.after for f in forms))
+    f = _form((op, n.dtype, n.arg_key, *[s if f is _FREE else f for s, f in zip(src, forms)]),
+              op is _after or any(f is not _FREE and f.after for f in forms))
     links = [s if s._links is _LEAF else s._links for s in reversed(src) if s._links is not None]
     n._links = links[0] if len(links) == 1 else tuple(links)
+    n._form = f
 
 
 def form_of(u: UOp) -> Form | UOp | None:
