@@ -5,8 +5,8 @@
 ``CALL(body, *buffers, *binds)``, the body over PARAMs (so it is the same for the same
 computation on other data), with `create_linear_for_program`: cached by the `program_key` of
 the tensors' graph, so a hit builds neither the SINK nor a body. A program realized before is
-found by its form (`program_form`: the forms its nodes got as they were built, and a walk of
-its leaf links only), so a hit does not walk the graph either. It then runs the planned
+found by its form (`program_form`: the forms its nodes got as tensor ops built them, and a walk
+of its leaf links only), so a hit does not walk the graph either. It then runs the planned
 LINEAR and points the tensors at their buffers.
 
 Buffer states. A buffer's contents over time are a chain of states: its BUFFER, then one
@@ -285,8 +285,8 @@ def realize(tensors, run: bool = True):
     The schedule is cached by the `program_key` of the graphs to compute (the computed tensors'
     and the pending assign states, tagged: the SINK of realizations is a function of them), so a
     cache hit walks those graphs once and builds only the output buffers, not the SINK. Without
-    pending assigns, a program realized before is found by `program_form` (no walk); the order
-    of its outputs is the one the first realize found."""
+    pending assigns, a program realized before is found by `program_form` (a walk of the leaf
+    links only); the order of its outputs is the one the first realize found."""
     start = time.perf_counter() if schedule_hooks else 0.0
     for t in tensors:
         if not isinstance(t, Tensor):
@@ -317,8 +317,11 @@ def realize(tensors, run: bool = True):
             return (UOp(Ops.LINEAR, src=()), {}) if not run else None
         given = {id(t): i for i, t in enumerate(computed)}
         computed = _inner_first(computed, nodes)
-        if form is not None and form[1] == bufs and form[2] == binds:
-            remember_program_form(form[0], (key, tuple([given[id(t)] for t in computed])))
+        if form is not None:
+            if form[1] == bufs and form[2] == binds:
+                remember_program_form(form[0], (key, tuple([given[id(t)] for t in computed])))
+            elif CHECK_FORMS:
+                raise AssertionError("the leaves of a form differ from program_key's")
     out_bufs = [_out_buffer(t) for t in computed]
     with gc_paused():  # params: the graph's buffers in walk order, then the output buffers
         linear, var_vals = create_linear_for_program(

@@ -699,7 +699,8 @@ def program_key(
 
 def program_form(*roots: UOp, tag: Any = None) -> tuple[tuple, list[UOp], list[UOp]] | None:
     """``(form key, buffers, binds)`` of the tensor graph under `roots`, read off the nodes'
-    forms (`tolk.uop.form`): no walk of the graph, only of its leaf links.
+    forms (`tolk.uop.form`): a walk of the leaf links only (and of the nodes that have no
+    form yet, if some were not built by tensor ops).
 
     `buffers` and `binds` are those of ``program_key(*roots, tag=tag)``, in its order. Two
     graphs have equal form keys only if they have equal program keys (equal root forms: one

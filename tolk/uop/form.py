@@ -19,8 +19,8 @@ are one program on other buffers and values: the structure is the same, and so i
 place each buffer is used (hash-consing then makes the sharing of nodes the same too): what
 `tolk.schedule.program_key` finds by describing every node.
 
-Below a BIND whose value is not a plain constant, nodes have no form (None): such graphs
-take the slow path. The interning table holds forms weakly: a form lives while a node, a
+A BIND that is not a variable bound to a plain constant has no form (None), nor has any node
+above it, nor an AFTER with no buffer below it: such graphs take the slow path. The interning table holds forms weakly: a form lives while a node, a
 cache or a form above it holds it (a form holds its sources' forms), so a program whose root
 form a cache keeps finds all of its forms again when it is built anew.
 """
@@ -113,8 +113,8 @@ def _make(n: UOp, _bind=Ops.BIND, _after=Ops.AFTER) -> None:
         a, b = src
         fa, fb = a._form, b._form
         if fa is _FREE:
-            if fb is _FREE:
-                n._form = _FREE
+            if fb is _FREE:  # (an AFTER over no buffer is not a tensor graph's: no form)
+                n._form = _FREE if op is not _after else _NONE
                 return
             if fb is _NONE:
                 n._form = _NONE
@@ -143,7 +143,7 @@ def _make(n: UOp, _bind=Ops.BIND, _after=Ops.AFTER) -> None:
         s = src[0]
         fs = s._form
         if fs is _FREE or fs is _NONE:
-            n._form = fs
+            n._form = fs if op is not _after else _NONE
             return
         f = _form((op, n.dtype, n.arg_key, fs), fs.after or op is _after)
         n._links = s if s._links is _LEAF else s._links
@@ -169,7 +169,7 @@ def _make(n: UOp, _bind=Ops.BIND, _after=Ops.AFTER) -> None:
         n._form = _NONE
         return
     if all(f is _FREE for f in forms):
-        n._form = _FREE
+        n._form = _FREE if op is not _after else _NONE
         return
     f = _form((op, n.dtype, n.arg_key, *[s if f is _FREE else f for s, f in zip(src, forms)]),
               op is _after or any(f is not _FREE and f.after for f in forms))
@@ -206,7 +206,8 @@ def form_of(u: UOp) -> Form | UOp | None:
 
 
 def leaves(roots: tuple[UOp, ...]) -> tuple[tuple[int, ...], list[UOp]]:
-    """``(description, leaves)`` of the leaf links under `roots` (whose forms are made).
+    """``(description, leaves)`` of the leaf links under `roots` (each must have a form:
+    `form_of` makes the missing ones first).
 
     `leaves` are the BUFFERs and BINDs under `roots` in the order a depth-first walk of the
     graph first meets them (sources in order, roots in order). The description numbers each
@@ -219,6 +220,8 @@ def leaves(roots: tuple[UOp, ...]) -> tuple[tuple[int, ...], list[UOp]]:
     get, note, found = seen.get, desc.append, out.append
     count = 0
     for r in roots:
+        if r._form is None:
+            form_of(r)
         top = r if r._links is _LEAF else r._links
         if top is None:
             continue
