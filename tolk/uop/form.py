@@ -20,9 +20,10 @@ place each buffer is used (hash-consing then makes the sharing of nodes the same
 `tolk.schedule.program_key` finds by describing every node.
 
 A BIND that is not a variable bound to a plain constant has no form (None), nor has any node
-above it, nor an AFTER with no buffer below it: such graphs take the slow path. The interning table holds forms weakly: a form lives while a node, a
-cache or a form above it holds it (a form holds its sources' forms), so a program whose root
-form a cache keeps finds all of its forms again when it is built anew.
+above it, nor an AFTER with no buffer below it: such graphs take the slow path. The interning
+table holds forms weakly: a form lives while a node, a cache or a form above it holds it (a
+form holds its sources' forms), so a program whose root form a cache keeps finds all of its
+forms again when it is built anew.
 """
 
 from __future__ import annotations
