@@ -1,6 +1,9 @@
 """The same tensor programs scheduled by tolk and by tinygrad 0.14.0, side by side, in one run.
 
-Only scheduling is timed: graph construction (the tensor ops) is outside the timed region.
+Scheduling is timed apart from graph construction (the tensor ops), which is timed too: tolk
+gives each node its form as it builds it (`tolk/uop/form.py`), work a cache hit then does not
+do. build new: the builds of the cold runs (schedule cache cleared: for tolk a program it does
+not know); build again: those of the cached runs.
 - tolk: ``t.schedule_linear()`` (sink -> CALL, kernelize, schedule, memory plan; nothing is
   allocated or run).
 - tinygrad on its NULL device: ``t.schedule_linear()`` (transform_to_call, then
@@ -85,8 +88,9 @@ def _timed(fn):
 
 
 def _runs(build, clear, repeats):
-    """Seconds of each ``build().schedule_linear()``, calling `clear` first; the last LINEAR."""
-    times, lin = [], None
+    """Seconds of each ``build().schedule_linear()`` and of each build, calling `clear` first;
+    the last LINEAR."""
+    times, builds, lin = [], [], None
     for _ in range(repeats):
         lin = None  # free the previous schedule before building the next graph
         if clear:
@@ -95,11 +99,12 @@ def _runs(build, clear, repeats):
         # the whole heap and leaves the CPU caches cold, a fixed ~0.05-0.1 ms that no realize
         # right after building its graph pays (a tenth of a small program's cache hit)
         gc.collect()
-        t = build()
+        bt, t = _timed(build)
         dt, lin = _timed(t.schedule_linear)
         times.append(dt)
+        builds.append(bt)
         del t
-    return times, lin
+    return times, builds, lin
 
 
 # ---------------------------------------------------------------------------------------------
@@ -123,8 +128,8 @@ def measure_lib(lib, name, n, repeats):
     T, clear, memory, total = _libs()[lib]
     fn, args = _program(name), (() if n is None else (n,))
     build = lambda: fn(T, *args)  # noqa: E731
-    colds, lin = _runs(build, clear, repeats)
-    cacheds, lin2 = _runs(build, None, repeats)
+    colds, new_builds, lin = _runs(build, clear, repeats)
+    cacheds, builds, lin2 = _runs(build, None, repeats)
     cold, cached = statistics.median(colds), statistics.median(cacheds)
     kernels, total_bytes = len(lin.src), total(lin)
     if len(lin2.src) != kernels:
@@ -134,6 +139,7 @@ def measure_lib(lib, name, n, repeats):
     arena, floor = memory(build)
     return {"kernels": kernels, "first_s": colds[0], "cold_s": cold, "cached_s": cached,
             "cold_runs_s": colds, "cached_runs_s": cacheds,
+            "build_new_s": statistics.median(new_builds), "build_s": statistics.median(builds),
             "ms_per_kernel": cold * 1e3 / max(kernels, 1), "hit_over_miss": cached / cold,
             "arena_bytes": arena, "floor_bytes": floor, "total_bytes": total_bytes,
             "arena_over_floor": arena / floor if floor else 1.0}
@@ -162,7 +168,7 @@ def cold_median(lib, name, n, repeats):
     before each, a fresh graph each time)."""
     T, clear, _, _ = _libs()[lib]
     fn = _program(name)
-    times, _ = _runs(lambda: fn(T, n), clear, repeats)
+    times, _, _ = _runs(lambda: fn(T, n), clear, repeats)
     return statistics.median(times)
 
 
@@ -204,7 +210,7 @@ def measure(name, n, repeats, isolate=True, tolk_repeats=None):
     return row
 
 
-_TIMES = ("first_s", "cold_s", "cached_s")
+_TIMES = ("first_s", "cold_s", "cached_s", "build_new_s", "build_s")
 
 
 def combine_rounds(rounds):
@@ -220,6 +226,8 @@ def combine_rounds(rounds):
                 continue
             out = dict(cell[0][lib])
             for key in _TIMES:
+                if key not in cell[0][lib]:
+                    continue
                 out[key] = statistics.median(r[lib][key] for r in cell)
                 out[key.replace("_s", "_rounds_s")] = [r[lib][key] for r in cell]
             out["ms_per_kernel"] = out["cold_s"] * 1e3 / max(out["kernels"], 1)
@@ -295,6 +303,8 @@ COLUMNS = [  # (header, cell of a row)
     ("hit/miss tolk/tg", _both("hit_over_miss", "{:.3f}".format)),
     ("scale tolk/tg", _both("scale", "{:.2f}".format)),
     ("arena/floor tolk/tg", _both("arena_over_floor", "{:.3f}".format)),
+    ("build ms new tolk/tg", _both("build_new_s", _ms)),
+    ("build ms again tolk/tg", _both("build_s", _ms)),
     ("arena KB tolk/tg", _both("arena_bytes", lambda b: f"{b / 1024:.0f}")),
     ("all buffers KB tolk/tg", _both("total_bytes", lambda b: f"{b / 1024:.0f}")),
 ]
