@@ -16,7 +16,7 @@ from tolk import Tensor, Variable
 from tolk.dtype import dtypes
 from tolk.schedule import program_form, program_key, schedule_cache_clear, schedule_cache_info
 from tolk.uop import Ops, UOp
-from tolk.uop.form import Form, form_of, leaves
+from tolk.uop.form import AFTER, BINDS, Form, form_of, leaves, may_bind
 
 
 def add(a: UOp, b: UOp) -> UOp:
@@ -83,14 +83,24 @@ def test_a_bind_has_one_form_at_every_value_and_its_own_per_variable():
     assert program_form(add(buf(1), odd)) is None
 
 
+def test_a_bind_is_marked_on_every_form_above_it():
+    n = var("n")
+    x = add(buf(1), bind(n, 3))
+    assert form_of(x).flags & BINDS and may_bind(mul(x, buf(2)))
+    assert not may_bind(add(buf(1), buf(2))) and not may_bind(UOp.const(F32, 1.0))
+    i32 = dtypes.int32
+    odd = UOp(Ops.BIND, i32, (n, add(UOp.const(i32, 1), UOp.const(i32, 2))))
+    assert may_bind(odd)  # no form: it may
+
+
 def test_a_pending_write_is_marked_on_every_form_above_it():
     x = buf(1)
     state = write(x, "k", buf(2))
-    assert form_of(state).after and form_of(add(state, buf(3))).after
-    assert not form_of(add(x, buf(3))).after
+    assert form_of(state).flags & AFTER and form_of(add(state, buf(3))).flags & AFTER
+    assert not form_of(add(x, buf(3))).flags & AFTER
     assert program_form(add(state, buf(3))) is None  # a realize of it needs the whole graph
     assert program_form(add(x, buf(3))) is not None
-    assert form_of(after(x)).after
+    assert form_of(after(x)).flags & AFTER
 
 
 def test_leaves_come_in_program_key_order():
@@ -219,3 +229,21 @@ def test_outputs_found_by_form_are_computed_in_the_order_of_the_first_realize():
         outer, inner = run(v)
         np.testing.assert_allclose(inner, v * 2)
         np.testing.assert_allclose(outer, (v * 2 + 1).sum())
+
+
+def test_an_assign_looks_for_conflicting_binds_only_where_forms_say_binds_may_be(monkeypatch):
+    calls = []
+    real = tolk.callify._conflicting_binds
+    monkeypatch.setattr(tolk.callify, "_conflicting_binds",
+                        lambda a, b: calls.append(1) or real(a, b))
+    x = Tensor(np.zeros(8, np.float32))
+    for _ in range(50):  # no variable anywhere: no walk of the growing chain of states
+        x.assign(x + 1)
+    assert not calls
+    np.testing.assert_allclose(x.numpy(), np.full(8, 50.0))
+    v = Variable("i", 0, 10)
+    y = Tensor(np.zeros(8, np.int32))
+    y.assign(y + v.bind(2))
+    y.assign(y + v.bind(3))  # another value of the same variable: the first assign runs first
+    assert calls
+    np.testing.assert_array_equal(y.numpy(), np.full(8, 5))

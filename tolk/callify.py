@@ -45,6 +45,7 @@ from tolk.schedule import (create_linear_for_program, program_by_form, program_f
                            remember_program_form)
 from tolk.tensor import (IdentityWeakSet, Tensor, _base_and_chain, _lazy, _lazy_views, _view_states,
                          _views)
+from tolk.uop.form import may_bind
 from tolk.uop.ops import GroupOp, Ops, UOp
 from tolk.uop.shape import device_of, max_numel, shape_of, shape_syms
 
@@ -406,7 +407,8 @@ def assign(target: Tensor, x) -> Tensor:
     if not _is_view_of_state(target.uop):
         realize([target])  # realizes the tensor `target` is a view of, if it is one
     state = _base_and_chain(target.uop)
-    if state.op is Ops.AFTER and _conflicting_binds(state, UOp.sink(target.uop, x.uop)):
+    if state.op is Ops.AFTER and may_bind(state) and (may_bind(target.uop) or may_bind(x.uop)) \
+            and _conflicting_binds(state, UOp.sink(target.uop, x.uop)):
         # an earlier pending assign used another value of the same variable: run it first
         target.realize()
         state = _base_and_chain(target.uop)

@@ -34,7 +34,7 @@ from tolk.engine import realize as _realize  # its `capturing`, read at each cal
 from tolk.errors import CycleError, ScheduleError
 from tolk.helpers import CAPTURING, DEBUG, NO_MEMORY_PLANNER, SCACHE
 from tolk.schedule.memory import LinearStats, linear_stats, memory_plan_rewrite
-from tolk.uop.form import form_of, leaves
+from tolk.uop.form import AFTER, form_of, leaves
 from tolk.uop.ops import GroupOp, KernelInfo, Ops, UOp, fresh_internal_buffer_slot
 
 __all__ = [
@@ -712,7 +712,7 @@ def program_form(*roots: UOp, tag: Any = None) -> tuple[tuple, list[UOp], list[U
     forms = []
     for r in roots:
         f = form_of(r)
-        if f is None or (f is not r and f.after):
+        if f is None or (f is not r and f.flags & AFTER):
             return None
         forms.append(f)
     desc, found = leaves(roots)

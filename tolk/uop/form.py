@@ -42,21 +42,23 @@ except ImportError:  # not CPython: remove the entry if it still holds a dead re
         if ref is not None and ref() is None:
             table.pop(key, None)
 
-__all__ = ["Form", "form_of", "leaves"]
+__all__ = ["Form", "form_of", "leaves", "may_bind", "AFTER", "BINDS"]
+
+AFTER, BINDS = 1, 2  # Form.flags: an AFTER (a pending write) / a BIND is in the graph
 
 
 class Form:
     """An interned form of a node with a BUFFER or BIND below it.
 
-    `after`: an AFTER (a pending write) is in the graph. `shape` and `device`: those of
+    `flags`: `AFTER` and `BINDS`, for what is in the graph. `shape` and `device`: those of
     every node of this form, once one of them has been given its shape (None before). `key`:
     what it was interned by, holding the forms of its sources (and its buffer-free source
     nodes), so a form lives as long as some node or cache holds it or a form above it."""
 
-    __slots__ = ("after", "shape", "device", "key", "__weakref__")
+    __slots__ = ("flags", "shape", "device", "key", "__weakref__")
 
-    def __init__(self, after: bool, key: tuple):
-        self.after = after
+    def __init__(self, flags: int, key: tuple):
+        self.flags = flags
         self.key = key
         self.shape = self.device = None
 
@@ -80,14 +82,14 @@ def _drop(ref: _Ref, _remove=_remove_dead_weakref, _table=_forms) -> None:
     _remove(_table, ref.key)  # only if the entry still holds a dead reference
 
 
-def _form(key: tuple, after: bool, _get=_forms.get) -> Form:
-    """The live form of `key`, made (with `after`) if there is none."""
+def _form(key: tuple, flags: int, _get=_forms.get) -> Form:
+    """The live form of `key`, made (with `flags`) if there is none."""
     ref = _get(key)
     if ref is not None:
         f = ref()
         if f is not None:
             return f
-    f = Form(after, key)
+    f = Form(flags, key)
     ref = _Ref(f, _drop)
     ref.key = key
     got = _forms.setdefault(key, ref)  # one atomic step: two threads get one form
@@ -120,18 +122,18 @@ def _make(n: UOp, _bind=Ops.BIND, _after=Ops.AFTER) -> None:
             if fb is _NONE:
                 n._form = _NONE
                 return
-            fa, after = a, fb.after
+            fa, flags = a, fb.flags
         elif fb is _FREE:
             if fa is _NONE:
                 n._form = _NONE
                 return
-            fb, after = b, fa.after
+            fb, flags = b, fa.flags
         elif fa is _NONE or fb is _NONE:
             n._form = _NONE
             return
         else:
-            after = fa.after or fb.after
-        f = _form((op, n.dtype, n.arg_key, fa, fb), after or op is _after)
+            flags = fa.flags | fb.flags
+        f = _form((op, n.dtype, n.arg_key, fa, fb), flags | (op is _after))
         la, lb = a._links, b._links
         if la is _LEAF:
             la = a
@@ -146,14 +148,14 @@ def _make(n: UOp, _bind=Ops.BIND, _after=Ops.AFTER) -> None:
         if fs is _FREE or fs is _NONE:
             n._form = fs if op is not _after else _NONE
             return
-        f = _form((op, n.dtype, n.arg_key, fs), fs.after or op is _after)
+        f = _form((op, n.dtype, n.arg_key, fs), fs.flags | (op is _after))
         n._links = s if s._links is _LEAF else s._links
         n._form = f
         return
     if not k:
         if op is Ops.BUFFER:
             n._links = _LEAF
-            n._form = _form((op, n.dtype, n.arg[1], n.arg[2]), False)
+            n._form = _form((op, n.dtype, n.arg[1], n.arg[2]), 0)
         else:
             n._form = _FREE
         return
@@ -163,7 +165,7 @@ def _make(n: UOp, _bind=Ops.BIND, _after=Ops.AFTER) -> None:
             n._form = _NONE
             return
         n._links = _LEAF
-        n._form = _form((op, n.dtype, n.arg_key, var), False)
+        n._form = _form((op, n.dtype, n.arg_key, var), BINDS)
         return
     forms = [s._form for s in src]
     if _NONE in forms:
@@ -172,8 +174,12 @@ def _make(n: UOp, _bind=Ops.BIND, _after=Ops.AFTER) -> None:
     if all(f is _FREE for f in forms):
         n._form = _FREE if op is not _after else _NONE
         return
+    flags = int(op is _after)
+    for f in forms:
+        if f is not _FREE:
+            flags |= f.flags
     f = _form((op, n.dtype, n.arg_key, *[s if f is _FREE else f for s, f in zip(src, forms)]),
-              op is _after or any(f is not _FREE and f.after for f in forms))
+              flags)
     links = [s if s._links is _LEAF else s._links for s in reversed(src) if s._links is not None]
     n._links = links[0] if len(links) == 1 else tuple(links)
     n._form = f
@@ -204,6 +210,12 @@ def form_of(u: UOp) -> Form | UOp | None:
                     _make(n)
         f = u._form
     return u if f is _FREE else None if f is _NONE else f
+
+
+def may_bind(u: UOp) -> bool:
+    """Whether a BIND may be in the graph under `u`: False only when its form says none is."""
+    f = form_of(u)
+    return f is None or (f is not u and bool(f.flags & BINDS))
 
 
 def leaves(roots: tuple[UOp, ...]) -> tuple[tuple[int, ...], list[UOp]]:
