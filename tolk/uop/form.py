@@ -32,7 +32,7 @@ import threading
 import weakref
 from typing import Any
 
-from tolk.uop.ops import Ops, UOp
+from tolk.uop.ops import Ops, UOp, claim_entry
 
 try:
     from _weakref import _remove_dead_weakref
@@ -93,17 +93,7 @@ def _form(key: tuple, flags: int, _get=_forms.get) -> Form:
     ref = _Ref(f, _drop)
     ref.key = key
     got = _forms.setdefault(key, ref)  # one atomic step: two threads get one form
-    if got is not ref:
-        other = got()
-        if other is not None:
-            return other
-        with _forms_lock:  # a dead entry whose callback has not run yet: replace it
-            got = _forms.get(key)
-            other = got() if got is not None else None
-            if other is not None:
-                return other
-            _forms[key] = ref
-    return f
+    return f if got is ref else claim_entry(_forms, _forms_lock, key, ref, got)
 
 
 def _make(n: UOp, _bind=Ops.BIND, _after=Ops.AFTER) -> None:

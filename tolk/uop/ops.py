@@ -330,6 +330,23 @@ class _Ref(weakref.ref):
     __slots__ = ("key",)
 
 
+def claim_entry(table: dict, lock: threading.Lock, key: Any, ref: weakref.ref,
+                got: weakref.ref) -> Any:
+    """The object interned under `key` in a table of weak references, after
+    ``table.setdefault(key, ref)`` returned `got`, another thread's entry: that entry's object
+    if it is alive, else `ref`'s (a dead entry whose callback has not run yet is replaced)."""
+    other = got()
+    if other is not None:
+        return other
+    with lock:
+        got = table.get(key)
+        other = got() if got is not None else None
+        if other is not None:
+            return other
+        table[key] = ref
+    return ref()
+
+
 def _drop(ref: _Ref, _remove=_remove_dead_weakref, _table=_intern) -> None:
     """Called when an interned node dies: remove its entry unless a live node took the key.
 
@@ -424,16 +441,7 @@ class UOp:
         got = _intern.setdefault(k, ref)
         if got is ref:
             return node
-        other = got()
-        if other is not None:
-            return other
-        with _intern_lock:  # a dead entry whose callback has not run yet: replace it
-            got = _intern.get(k)
-            other = got() if got is not None else None
-            if other is not None:
-                return other
-            _intern[k] = ref
-        return node
+        return claim_entry(_intern, _intern_lock, k, ref, got)
 
     def __reduce__(self):
         raise TypeError("UOps are not pickled; use tolk.uop.export_graph")
