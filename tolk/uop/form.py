@@ -29,18 +29,9 @@ forms again when it is built anew.
 from __future__ import annotations
 
 import threading
-import weakref
 from typing import Any
 
-from tolk.uop.ops import Ops, UOp, claim_entry
-
-try:
-    from _weakref import _remove_dead_weakref
-except ImportError:  # not CPython: remove the entry if it still holds a dead reference
-    def _remove_dead_weakref(table: dict, key: Any) -> None:
-        ref = table.get(key)
-        if ref is not None and ref() is None:
-            table.pop(key, None)
+from tolk.uop.ops import Ops, UOp, _Ref, _remove_dead_weakref, claim_entry
 
 __all__ = ["Form", "form_of", "leaves", "may_bind", "AFTER", "BINDS"]
 
@@ -61,12 +52,6 @@ class Form:
         self.flags = flags
         self.key = key
         self.shape = self.device = None
-
-
-class _Ref(weakref.ref):
-    """A weak reference to an interned form that remembers its table key."""
-
-    __slots__ = ("key",)
 
 
 # (op, dtype, arg key, source forms) or (BUFFER, dtype, device, size) -> its live form

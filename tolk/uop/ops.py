@@ -325,7 +325,7 @@ _SHARED_ARGS_MAX = 1 << 14
 
 
 class _Ref(weakref.ref):
-    """A weak reference to an interned node that remembers the node's intern-table key."""
+    """A weak reference to an interned object (a node, a form) that remembers its table key."""
 
     __slots__ = ("key",)
 
