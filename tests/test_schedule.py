@@ -218,6 +218,56 @@ def test_schedule_key_is_the_same_across_processes():
     assert outs == {create_schedule(diamond_graph()).key.hex()}
 
 
+def assigns_and_readers(n: int = 40) -> UOp:
+    """x updated in place n times, with a reader of every state and a diamond now and then."""
+    x, outs = buf(1), []
+    for i in range(n):
+        outs.append(write(buf(100 + i), f"read{i}", x))
+        x = write(x, f"update{i}", x, *outs[-2:] if i % 5 == 0 else ())
+    return UOp.sink(x, *outs)
+
+
+def test_a_schedule_run_inside_another_leaves_the_outer_one_right(monkeypatch):
+    # create_schedule keeps its scratch on the nodes; one run inside it on the same thread (a
+    # finalizer the garbage collector runs, say) overwrites that scratch: the outer pass runs
+    # again and gives what it gives alone
+    import tolk.schedule as schedule
+    from tolk.uop.ops import _scratch_passes
+
+    sink = assigns_and_readers()
+    want = create_schedule(sink)
+    inner: list = []
+    original = schedule._state_number
+
+    def state_number(*args):
+        if not inner:
+            inner.append(None)
+            inner[0] = create_schedule(sink)  # the very same nodes
+        return original(*args)
+
+    monkeypatch.setattr(schedule, "_state_number", state_number)
+    before = _scratch_passes[0]
+    assert create_schedule(sink) is want
+    assert inner == [want] and _scratch_passes[0] - before == 3  # outer, inner, outer again
+
+
+def test_a_schedule_leaves_no_reference_that_outlives_its_graph():
+    import gc
+    import weakref
+
+    x = buf(1)  # a user buffer lives on; what the schedule wrote on it must not hold the graph
+    sink = assigns_and_readers()
+    first_after = weakref.ref(sink.src[0])
+    lin = create_schedule(sink)
+    gc.disable()
+    try:
+        del sink, lin
+        assert first_after() is None  # freed by reference counts alone: no cycle was made
+    finally:
+        gc.enable()
+    assert x.op is Ops.BUFFER
+
+
 def test_very_deep_assign_chain_schedules_without_recursion():
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(1000)

@@ -243,3 +243,38 @@ def test_a_capture_in_one_thread_records_none_of_another_threads_realizes():
     finally:
         sys.setswitchinterval(interval)
     assert not errors, errors[0]
+
+
+def test_schedules_of_one_graph_from_many_threads_match_one_thread():
+    # create_schedule keeps its scratch on the nodes (tolk.uop.ops.scratch_pass): threads that
+    # schedule graphs sharing nodes must not see each other's scratch
+    sys.path.insert(0, "tests")
+    from schedule_helpers import buf, write
+
+    from tolk.schedule import create_schedule
+
+    current, states = [buf(1), buf(2)], []
+    for i in range(300):  # assigns, readers of states later overwritten, diamonds
+        reads = current[:] if i % 4 else current[:1]
+        if i % 3:  # overwrite x or y in place
+            current[i % 2] = write(current[i % 2], f"k{i}", *reads)
+            states.append(current[i % 2])
+        else:
+            states.append(write(buf(100 + i), f"k{i}", *reads))
+    sinks = [UOp.sink(*states[j:j + 60:7], *current) for j in range(0, 300, 50)]
+    want = [create_schedule(s) for s in sinks]  # kept: equal results are these very nodes
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        got: list = [[] for _ in range(THREADS)]
+
+        def work(k):
+            for r in range(6):
+                order = sinks[k % len(sinks):] + sinks[:k % len(sinks)]
+                got[k].extend((s, create_schedule(s)) for s in order)
+
+        assert not run_threads(work)
+    finally:
+        sys.setswitchinterval(old)
+    expect = dict(zip(sinks, want))
+    assert all(lin is expect[s] for results in got for s, lin in results)

@@ -35,7 +35,7 @@ from tolk.errors import CycleError, ScheduleError
 from tolk.helpers import CAPTURING, DEBUG, NO_MEMORY_PLANNER, SCACHE
 from tolk.schedule.memory import LinearStats, linear_stats, memory_plan_rewrite
 from tolk.uop.form import AFTER, form_of, leaves
-from tolk.uop.ops import GroupOp, KernelInfo, Ops, UOp, fresh_internal_buffer_slot
+from tolk.uop.ops import GroupOp, KernelInfo, Ops, UOp, fresh_internal_buffer_slot, scratch_pass
 
 __all__ = [
     "fresh_internal_buffer_slot", "create_schedule", "lower_sink_to_linear",
@@ -105,14 +105,15 @@ def _split_after(after: UOp) -> tuple[list[UOp], list[UOp]]:
     return kernels, deps
 
 
-def _storage(arg: UOp, info: dict[UOp, Any]) -> UOp:
+def _storage(arg: UOp) -> UOp:
     """The storage a kernel argument lives in: BUFFER, PARAM, or MSTACK/MSELECT of them.
 
-    `info` holds the storage of every AFTER already met (see `create_schedule`); joins are
-    rebuilt over the storage of their parts, bottom up without recursion."""
+    Every AFTER it reaches has been met by the running `create_schedule` pass, which left the
+    AFTER's storage in its scratch (`_schedule_pass`); joins are rebuilt over the storage of
+    their parts, bottom up without recursion."""
     s = _unwrap(arg)
     if s.op is Ops.AFTER:
-        return info[s][1]
+        return s._scratch[1]
     if s.op is not Ops.MSTACK and s.op is not Ops.MSELECT:
         return s
     out: dict[UOp, UOp] = {}
@@ -122,7 +123,7 @@ def _storage(arg: UOp, info: dict[UOp, Any]) -> UOp:
         elif n.op in _WRAPPERS:
             out[n] = out[n.src[0]]
         elif n.op is Ops.AFTER:
-            out[n] = info[n][1]
+            out[n] = n._scratch[1]
         else:
             out[n] = _unwrap(n)  # a state, or an argument of the wrong kind: raises
     return out[s]
@@ -165,30 +166,37 @@ def create_schedule(sched_sink: UOp) -> UOp:
     wrong kind and for a dependency cycle, naming the node at fault.
     """
     create_schedule_calls[0] += 1
+    return scratch_pass(_schedule_pass, sched_sink)
+
+
+def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
+    """`create_schedule`'s pass, its scratch on the nodes (`scratch_pass`): on each node the
+    walk enters, None; on a kernel, its number (first come, first numbered); on an AFTER, its
+    (writer numbers, storage, state number); on a BUFFER or PARAM read or overwritten, its
+    state number. Kernels and states are numbered so what the pass keeps of them lives in
+    dense lists, in walk order."""
     AFTER, BIND, BUFFER, CALL, PARAM = Ops.AFTER, Ops.BIND, Ops.BUFFER, Ops.CALL, Ops.PARAM
     LINEAR, SINK = Ops.LINEAR, Ops.SINK
-    # Scratch, one entry per node the walk enters: a kernel's number (first come, first
-    # numbered), an AFTER's (writer numbers, storage), None otherwise.
-    # Kernels are numbered so their edges live in lists: dense and in walk order.
-    info: dict[UOp, Any] = {sched_sink: None}
     kernels: list[UOp] = []  # by number
     calls: list[UOp] = []  # by number: the CALL the LINEAR emits for the kernel
     in_degree: list[int] = []
     children: list[list[int] | None] = []
-    supersede: dict[UOp, list] = {}  # state -> [AFTER, its new writer numbers, ...] superseding it
-    reads: list[tuple[UOp, int, list[UOp]]] = []  # (AFTER, kernel number, states it reads)
+    # by state number: [superseding AFTER's state number, its new writers, ...] or None
+    supersede: list[list | None] = []
+    reads: list[tuple[int, int, list[int]]] = []  # (AFTER's state, kernel, states it reads)
     # Every AFTER once, after everything it reaches: an iterative depth-first walk that does not
     # enter kernel ASTs or LINEAR bodies (nothing under them is a state of this graph); the
     # gate is `_enter_kernel_graph`, spelled out here because it runs once per node.
+    sched_sink._mark, sched_sink._scratch = tok, None
     stack = [sched_sink]
     frames = [iter(sched_sink.src)]
     while frames:
         for s in frames[-1]:
-            if s.src and s not in info:
+            if s.src and s._mark is not tok:
                 op = s.op
                 if op is LINEAR or op is SINK and isinstance(s.arg, KernelInfo):
                     continue
-                info[s] = None
+                s._mark, s._scratch = tok, None
                 stack.append(s)
                 frames.append(iter(s.src))
                 break
@@ -204,9 +212,9 @@ def create_schedule(sched_sink: UOp) -> UOp:
                 ks, deps = _split_after(u)
             nums = []
             for k in ks:
-                i = info.get(k)
+                i = k._scratch
                 if i is None:
-                    i = info[k] = len(kernels)
+                    i = k._scratch = len(kernels)
                     kernels.append(k)
                     in_degree.append(0)
                     children.append(None)
@@ -216,47 +224,57 @@ def create_schedule(sched_sink: UOp) -> UOp:
             if prev.op is not AFTER and prev.op is not BUFFER and prev.op is not PARAM:
                 prev = _unwrap(prev)
             if prev.op is AFTER:
-                prev_nums, base = info[prev]
+                prev_nums, base, p = prev._scratch
                 new_writers = [i for i in nums if i not in prev_nums]
             else:
                 new_writers = nums
-                base = prev if prev.op is BUFFER or prev.op is PARAM else _storage(prev, info)
-            info[u] = (nums, base)
-            sup = supersede.get(prev)
+                base = prev if prev.op is BUFFER or prev.op is PARAM else _storage(prev)
+                p = _state_number(prev, tok, supersede)
+            me = len(supersede)
+            supersede.append(None)
+            u._scratch = (nums, base, me)
+            sup = supersede[p]
             if sup is None:
-                supersede[prev] = [u, new_writers]
+                supersede[p] = [me, new_writers]
             else:
-                sup += (u, new_writers)
+                sup += (me, new_writers)
             dep_states = [st for d in deps for st in _states(d)] if deps else None
             for k, i in zip(ks, nums):
                 call = k if k.op is CALL else _kernel_call(k)
-                read: list[UOp] = []
+                read: list[int] = []  # the state numbers it reads
                 args: list[UOp] = []  # the call's arguments unwrapped to their storage
+                after: list[UOp] = []  # the AFTERs among the states it reads
                 for a in call.src[1:]:
                     op = a.op
                     if op is AFTER:
-                        read.append(a)
-                        args.append(info[a][1])
+                        nums_base_state = a._scratch
+                        read.append(nums_base_state[2])
+                        args.append(nums_base_state[1])
+                        after.append(a)
                     elif op is BUFFER or op is PARAM:
-                        read.append(a)
+                        read.append(_state_number(a, tok, supersede))
                         args.append(a)
                     elif op is BIND:
                         args.append(a)
                     else:
-                        read.extend(_states(a))
-                        args.append(_storage(a, info))
-                reads.append((u, i, read))
+                        for st in _states(a):
+                            if st.op is AFTER:
+                                read.append(st._scratch[2])
+                                after.append(st)
+                            else:
+                                read.append(_state_number(st, tok, supersede))
+                        args.append(_storage(a))
+                reads.append((me, i, read))
                 if i == len(calls):  # built once, here, while its nodes are at hand
                     calls.append(UOp(CALL, call.dtype, (call.src[0], *args), call.arg))
-                after = read
                 if dep_states:
-                    after = read + dep_states
+                    after += dep_states
                 if k.op is not CALL:  # END: its extra sources are ordering too
-                    after = after + [st for x in k.src[1:] for st in _states(x)]
+                    after += [st for x in k.src[1:] for st in _states(x)]
                 n = 0
                 for st in after:
                     if st.op is AFTER:  # read-after-write
-                        for t in info[st][0]:
+                        for t in st._scratch[0]:
                             c = children[t]
                             if c is None:
                                 children[t] = [i]
@@ -264,13 +282,13 @@ def create_schedule(sched_sink: UOp) -> UOp:
                                 c.append(i)
                             n += 1
                 in_degree[i] += n
-    for u, i, read in reads:  # write-after-read
+    for me, i, read in reads:  # write-after-read
         for s in read:
-            sup = supersede.get(s)
+            sup = supersede[s]
             if sup is None:
                 continue
             for j in range(0, len(sup), 2):
-                if sup[j] is u:
+                if sup[j] == me:
                     continue
                 for t in sup[j + 1]:
                     if t != i:
@@ -285,6 +303,17 @@ def create_schedule(sched_sink: UOp) -> UOp:
         k = kernels[_on_cycle(children, in_degree)]
         raise CycleError(f"dependency cycle in the kernel graph through {describe_kernel(k)}")
     return UOp(Ops.LINEAR, src=tuple([calls[i] for i in order]))
+
+
+def _state_number(s: UOp, tok: object, supersede: list) -> int:
+    """The number of BUFFER or PARAM state `s` in `create_schedule`'s pass `tok`, given (with
+    a slot in `supersede`) when first asked for."""
+    if s._mark is not tok:
+        s._mark, s._scratch = tok, None
+    if s._scratch is None:
+        s._scratch = len(supersede)
+        supersede.append(None)
+    return s._scratch
 
 
 def _linearize(children: list[list[int] | None], in_degree: list[int]) -> list[int]:

@@ -392,6 +392,36 @@ def _canon(arg: Any) -> Any:
     return (t, arg)
 
 
+# Whole-graph passes that keep their scratch on the nodes: one at a time (see `scratch_pass`)
+_scratch_lock = threading.RLock()
+_scratch_passes = [0]  # passes started
+
+
+def scratch_pass(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(token, *args)``, a pass over a graph that keeps what it knows of each node on the
+    node: it sets ``node._mark = token`` and then owns ``node._scratch``; a node whose mark is
+    not `token` has not been met by this pass (its scratch is another pass's, or stale).
+
+    An attribute of a node already at hand costs far less than a lookup in a dict of every node
+    met once a graph outgrows the CPU caches. Passes run one at a time; one started inside
+    another on the same thread (by a finalizer the garbage collector runs, say) overwrites the
+    outer pass's scratch, so the outer pass runs again, whatever it returned or raised.
+    `token` is a fresh object per run. Scratch left behind is never read again: keep in it only
+    what the node may keep alive (ints, nodes that do not lead back to it)."""
+    with _scratch_lock:
+        while True:
+            _scratch_passes[0] += 1
+            started = _scratch_passes[0]
+            try:
+                out = fn(object(), *args)
+            except Exception:
+                if _scratch_passes[0] == started:
+                    raise
+                continue  # what it met was the other pass's scratch: not an error of its own
+            if _scratch_passes[0] == started:
+                return out
+
+
 class UOp:
     """An immutable, hash-consed IR node. Construct as ``UOp(op, dtype, src, arg)``.
 
@@ -399,10 +429,13 @@ class UOp:
     node exactly when their arg keys are equal (args alone are not: ``1 == 1.0 == True``).
 
     Invariant: for equal ``(op, dtype, src, arg)`` at most one live UOp exists.
+
+    ``_mark`` and ``_scratch`` belong to the whole-graph pass running in `scratch_pass`: what
+    it keeps of a node, on the node (see there).
     """
 
     __slots__ = ("op", "dtype", "src", "arg", "arg_key", "_key", "_cache", "_form", "_links",
-                 "__weakref__")
+                 "_mark", "_scratch", "__weakref__")
     op: Ops
     dtype: DType
     src: tuple[UOp, ...]
@@ -433,6 +466,7 @@ class UOp:
         node.op, node.dtype, node.src, node.arg = op, dtype, src, arg
         node.arg_key = arg_key
         node._key = node._form = node._links = None  # made when asked for (see tolk.uop.form)
+        node._mark = node._scratch = None
         node._cache = {}  # made with the node: threads never race to create it
         ref = _Ref(node, _drop)
         ref.key = k
