@@ -98,6 +98,17 @@ def test_emitted_calls_name_storage_not_states():
     assert all(c.op is Ops.CALL for c in lin.src)
 
 
+def test_a_call_whose_arguments_are_storage_already_is_emitted_as_it_is():
+    x, y = buf(1), buf(2)
+    first = kernel("first", x)  # writes x, reads nothing
+    second = kernel("second", y, x)  # reads x before `first` writes it
+    third = kernel("third", buf(3), after(x, first))  # reads x after: the state, unwrapped
+    lin = create_schedule(UOp.sink(after(y, second), after(buf(3), third)))
+    assert names(lin) == ["second", "first", "third"]
+    assert lin.src[0] is second and lin.src[1] is first
+    assert lin.src[2] is not third and lin.src[2].src[1:] == (buf(3), x)
+
+
 def test_join_through_mstack_and_mselect_waits_for_every_device():
     a0, a1 = buf(1, device="CPU:1"), buf(2, device="CPU:2")
     s0, s1 = write(a0, "k0"), write(a1, "k1")

@@ -163,7 +163,8 @@ def create_schedule(sched_sink: UOp) -> UOp:
     Returns ``LINEAR(CALL(ast, *args), ...)`` with each buffer argument unwrapped to its
     storage (BUFFER, PARAM, or MSTACK/MSELECT of them); BIND arguments are kept.
     Raises `ScheduleError` (a `ValueError`) for an AFTER child or kernel argument of the
-    wrong kind and for a dependency cycle, naming the node at fault.
+    wrong kind and for a dependency cycle, naming the node at fault. Callable from several
+    threads at once (the passes take turns: see `tolk.uop.ops.scratch_pass`).
     """
     create_schedule_calls[0] += 1
     return scratch_pass(_schedule_pass, sched_sink)
@@ -244,6 +245,7 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                 read: list[int] = []  # the state numbers it reads
                 args: list[UOp] = []  # the call's arguments unwrapped to their storage
                 after: list[UOp] = []  # the AFTERs among the states it reads
+                unwrapped = False  # whether an argument is not its own storage
                 for a in call.src[1:]:
                     op = a.op
                     if op is AFTER:
@@ -251,6 +253,7 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                         read.append(nums_base_state[2])
                         args.append(nums_base_state[1])
                         after.append(a)
+                        unwrapped = True
                     elif op is BUFFER or op is PARAM:
                         read.append(_state_number(a, tok, supersede))
                         args.append(a)
@@ -263,10 +266,14 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                                 after.append(st)
                             else:
                                 read.append(_state_number(st, tok, supersede))
-                        args.append(_storage(a))
+                        storage = _storage(a)
+                        args.append(storage)
+                        unwrapped = unwrapped or storage is not a
                 reads.append((me, i, read))
-                if i == len(calls):  # built once, here, while its nodes are at hand
-                    calls.append(UOp(CALL, call.dtype, (call.src[0], *args), call.arg))
+                if i == len(calls):  # built once, here, while its nodes are at hand; a call
+                    # whose arguments are all storage already is the node it would build
+                    calls.append(UOp(CALL, call.dtype, (call.src[0], *args), call.arg)
+                                 if unwrapped else call)
                 if dep_states:
                     after += dep_states
                 if k.op is not CALL:  # END: its extra sources are ordering too
