@@ -184,7 +184,8 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
     children: list[list[int] | None] = []
     # by state number: [superseding AFTER's state number, its new writers, ...] or None
     supersede: list[list | None] = []
-    reads: list[tuple[int, int, list[int]]] = []  # (AFTER's state, kernel, states it reads)
+    # (AFTER's state, kernel, a state it reads) per read, flat: no container per kernel
+    reads: list[int] = []
     # Every AFTER once, after everything it reaches: an iterative depth-first walk that does not
     # enter kernel ASTs or LINEAR bodies (nothing under them is a state of this graph); the
     # gate is `_enter_kernel_graph`, spelled out here because it runs once per node.
@@ -226,7 +227,11 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                 prev = _unwrap(prev)
             if prev.op is AFTER:
                 prev_nums, base, p = prev._scratch
-                new_writers = [i for i in nums if i not in prev_nums]
+                new_writers = nums  # shared while no kernel of the join was a writer before
+                for w in nums:
+                    if w in prev_nums:
+                        new_writers = [w for w in nums if w not in prev_nums]
+                        break
             else:
                 new_writers = nums
                 base = prev if prev.op is BUFFER or prev.op is PARAM else _storage(prev)
@@ -242,7 +247,6 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
             dep_states = [st for d in deps for st in _states(d)] if deps else None
             for k, i in zip(ks, nums):
                 call = k if k.op is CALL else _kernel_call(k)
-                read: list[int] = []  # the state numbers it reads
                 args: list[UOp] = []  # the call's arguments unwrapped to their storage
                 after: list[UOp] = []  # the AFTERs among the states it reads
                 unwrapped = False  # whether an argument is not its own storage
@@ -250,26 +254,25 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                     op = a.op
                     if op is AFTER:
                         nums_base_state = a._scratch
-                        read.append(nums_base_state[2])
+                        reads += (me, i, nums_base_state[2])
                         args.append(nums_base_state[1])
                         after.append(a)
                         unwrapped = True
                     elif op is BUFFER or op is PARAM:
-                        read.append(_state_number(a, tok, supersede))
+                        reads += (me, i, _state_number(a, tok, supersede))
                         args.append(a)
                     elif op is BIND:
                         args.append(a)
                     else:
                         for st in _states(a):
                             if st.op is AFTER:
-                                read.append(st._scratch[2])
+                                reads += (me, i, st._scratch[2])
                                 after.append(st)
                             else:
-                                read.append(_state_number(st, tok, supersede))
+                                reads += (me, i, _state_number(st, tok, supersede))
                         storage = _storage(a)
                         args.append(storage)
                         unwrapped = unwrapped or storage is not a
-                reads.append((me, i, read))
                 if i == len(calls):  # built once, here, while its nodes are at hand; a call
                     # whose arguments are all storage already is the node it would build
                     calls.append(UOp(CALL, call.dtype, (call.src[0], *args), call.arg)
@@ -289,27 +292,27 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                                 c.append(i)
                             n += 1
                 in_degree[i] += n
-    for me, i, read in reads:  # write-after-read
-        for s in read:
-            sup = supersede[s]
-            if sup is None:
+    it = iter(reads)
+    for me, i, s in zip(it, it, it):  # write-after-read
+        sup = supersede[s]
+        if sup is None:
+            continue
+        for j in range(0, len(sup), 2):
+            if sup[j] == me:
                 continue
-            for j in range(0, len(sup), 2):
-                if sup[j] == me:
-                    continue
-                for t in sup[j + 1]:
-                    if t != i:
-                        c = children[i]
-                        if c is None:
-                            children[i] = [t]
-                        else:
-                            c.append(t)
-                        in_degree[t] += 1
+            for t in sup[j + 1]:
+                if t != i:
+                    c = children[i]
+                    if c is None:
+                        children[i] = [t]
+                    else:
+                        c.append(t)
+                    in_degree[t] += 1
     order = _linearize(children, in_degree)
     if len(order) < len(kernels):
         k = kernels[_on_cycle(children, in_degree)]
         raise CycleError(f"dependency cycle in the kernel graph through {describe_kernel(k)}")
-    return UOp(Ops.LINEAR, src=tuple([calls[i] for i in order]))
+    return UOp(Ops.LINEAR, src=tuple(map(calls.__getitem__, order)))
 
 
 def _state_number(s: UOp, tok: object, supersede: list) -> int:
