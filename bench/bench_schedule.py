@@ -41,11 +41,22 @@ the machine switches between a fast and a slow state for seconds at a time (a 1k
 process, scheduled back to back: ~3.9 µs per kernel in one, ~7 in the other), so a cell's
 fastest round is its time in the fast state, and two of them compare like with like.
 
-`memory_plan_rewrite` is skipped where its projected time for one run (extrapolated from the
-previous size with the measured growth exponent) exceeds ``--plan-budget`` seconds; pass
-``--full`` to run it anyway.
+The peer: where tinygrad is installed, its own `create_schedule` and `memory_plan_rewrite`
+(tinygrad.schedule) run on the same graphs built from its UOps (a kernel is
+``SINK(arg=KernelInfo(name)).call(out, *reads)``, a written state ``out.after(kernel)``, buffers
+``UOp.new_buffer``), in the same fresh-process way, in the first ``--peer-rounds`` rounds (one by
+default: it runs 5-10x longer than tolk), with one warm-up run and fewer repeats; its table shows
+how many times tolk's time each cell takes, and its own 100k/1k ratios. tinygrad's
+create_schedule asks, for every read of a state that another kernel overwrites, whether the
+writer is in the reader's backward slice, which on the assign shape grows with the graph: it
+is quadratic there (2.6 ms per kernel at 1k, 9.9 at 4k), and those cells are skipped.
 
-Run: ``python bench/bench_schedule.py`` from the repository root.
+A cell is skipped where its projected time for one run (extrapolated from the previous size
+with the measured growth exponent; n^2 before two sizes are measured) exceeds its budget:
+``--plan-budget`` seconds for memory_plan_rewrite, ``--peer-budget`` for tinygrad's
+create_schedule (tolk's is never skipped); pass ``--full`` to run them anyway.
+
+Run: ``python bench/bench_schedule.py`` from the repository root (``--no-peer``: tolk only).
 """
 
 from __future__ import annotations
@@ -60,6 +71,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 try:
     import tolk  # noqa: F401  (PYTHONPATH or an install wins over the checkout)
@@ -80,44 +92,104 @@ SPEED_GOAL_US = 20.0  # create_schedule µs/kernel at 10k
 
 
 # ---------------------------------------------------------------------------------------------
+# the implementations measured: tolk, and tinygrad (the peer) when it is installed
+
+
+class Impl(NamedTuple):
+    """How one implementation builds a kernel graph, schedules it and plans it."""
+
+    name: str
+    buffer: Callable[[int], Any]  # a user buffer of `size` float32s
+    tmp: Callable[[int], Any]  # a schedule-internal buffer of `size` float32s
+    write: Callable[..., Any]  # write(name, out, *reads): `out` after a kernel writing it
+    sink: Callable[..., Any]
+    schedule: Callable[[Any], Any]  # create_schedule
+    plan: Callable[[Any, list], Any]  # memory_plan_rewrite(linear, held user buffers)
+    before_run: Callable[[], None]  # makes every run cold
+    warmups: int  # schedules of another graph of the same shape and size before the first
+    repeats: dict[int, int]  # timed runs after the first, by size (sizes not listed: 1)
+
+
+def _tolk_write(name: str, out: UOp, *reads: UOp) -> UOp:
+    ast = UOp(Ops.SINK, dtypes.void, (), KernelInfo(name))
+    return UOp(Ops.AFTER, out.dtype, (out, UOp(Ops.CALL, dtypes.void, (ast, out, *reads))))
+
+
+TOLK = Impl("tolk", lambda size: UOp.buffer(F32, size),
+            lambda size: UOp.internal_buffer(F32, size), _tolk_write, UOp.sink, create_schedule,
+            lambda lin, held: memory_plan_rewrite(lin, held, enabled=True), plan_cache_clear,
+            2, REPEATS)
+PEER_REPEATS = {1_000: 5, 10_000: 2}  # the peer is 5-10x slower: fewer runs of it
+
+
+def tinygrad_impl() -> Impl | None:
+    """tinygrad's own create_schedule and memory_plan_rewrite on the same graphs, built with
+    its UOps (a kernel is ``SINK(arg=KernelInfo(name)).call(out, *reads)``, a written state
+    ``out.after(kernel)``, buffers ``UOp.new_buffer``); None when tinygrad is not installed."""
+    try:
+        from tinygrad.dtype import dtypes as tdt
+        from tinygrad.schedule import create_schedule as t_schedule
+        from tinygrad.schedule.memory import memory_plan_rewrite as t_plan
+        from tinygrad.uop.ops import KernelInfo as TKernelInfo
+        from tinygrad.uop.ops import UOp as TUOp
+    except ImportError:
+        return None
+
+    def buffer(size: int) -> Any:
+        return TUOp.new_buffer("CPU", size, tdt.float32)
+
+    def write(name: str, out: Any, *reads: Any) -> Any:
+        return out.after(TUOp.sink(arg=TKernelInfo(name=name)).call(out, *reads))
+
+    return Impl("tinygrad", buffer, buffer, write, TUOp.sink, t_schedule,
+                lambda lin, held: t_plan(lin, set(held)), lambda: None, 1, PEER_REPEATS)
+
+
+def _impl(name: str) -> Impl:
+    impl = TOLK if name == "tolk" else tinygrad_impl()
+    if impl is None:
+        raise RuntimeError(f"{name} is not installed")
+    return impl
+
+
+# ---------------------------------------------------------------------------------------------
 # graph builders: (sink, held user buffers)
 
 
 class _Graph:
     """Builds kernels with unique names; sizes vary so the planner's size order matters."""
 
-    def __init__(self, tag: str):
-        self.tag, self.count = tag, 0
+    def __init__(self, tag: str, impl: Impl):
+        self.tag, self.count, self.impl = tag, 0, impl
 
-    def tmp(self) -> UOp:
-        return UOp.internal_buffer(F32, 256 * (1 + self.count % 7))
+    def tmp(self) -> Any:
+        return self.impl.tmp(256 * (1 + self.count % 7))
 
-    def write(self, out: UOp, *reads: UOp) -> UOp:
+    def write(self, out: Any, *reads: Any) -> Any:
         """`out` after a fresh kernel that writes it and reads `reads`."""
-        ast = UOp(Ops.SINK, dtypes.void, (), KernelInfo(f"{self.tag}_{self.count}"))
         self.count += 1
-        return UOp(Ops.AFTER, out.dtype, (out, UOp(Ops.CALL, dtypes.void, (ast, out, *reads))))
+        return self.impl.write(f"{self.tag}_{self.count - 1}", out, *reads)
 
-    def pad(self, x: UOp, n: int) -> UOp:
+    def pad(self, x: Any, n: int) -> Any:
         """Chain kernels after `x` until the graph has `n` kernels."""
         while self.count < n:
             x = self.write(self.tmp(), x)
         return x
 
 
-def chain(n: int, prefix: str = "") -> tuple[UOp, list[UOp]]:
-    g, inp, out = _Graph(f"{prefix}chain{n}"), UOp.buffer(F32, 256), UOp.buffer(F32, 256)
+def chain(n: int, prefix: str = "", impl: Impl = TOLK) -> tuple[Any, list[Any]]:
+    g, inp, out = _Graph(f"{prefix}chain{n}", impl), impl.buffer(256), impl.buffer(256)
     x = g.pad(g.write(g.tmp(), inp), n - 1)
-    return UOp.sink(g.write(out, x)), [inp, out]
+    return impl.sink(g.write(out, x)), [inp, out]
 
 
-def diamond(n: int, prefix: str = "") -> tuple[UOp, list[UOp]]:
-    g, inp, out = _Graph(f"{prefix}diamond{n}"), UOp.buffer(F32, 256), UOp.buffer(F32, 256)
+def diamond(n: int, prefix: str = "", impl: Impl = TOLK) -> tuple[Any, list[Any]]:
+    g, inp, out = _Graph(f"{prefix}diamond{n}", impl), impl.buffer(256), impl.buffer(256)
     a = g.write(g.tmp(), inp)
     while g.count + 3 <= n - 1:
         b, c = g.write(g.tmp(), a), g.write(g.tmp(), a)
         a = g.write(g.tmp(), b, c)
-    return UOp.sink(g.write(out, g.pad(a, n - 1))), [inp, out]
+    return impl.sink(g.write(out, g.pad(a, n - 1))), [inp, out]
 
 
 def _tree_kernels(producers: int) -> int:
@@ -128,24 +200,24 @@ def _tree_kernels(producers: int) -> int:
     return total
 
 
-def fan_in(n: int, prefix: str = "") -> tuple[UOp, list[UOp]]:
-    g, inp, out = _Graph(f"{prefix}fanin{n}"), UOp.buffer(F32, 256), UOp.buffer(F32, 256)
+def fan_in(n: int, prefix: str = "", impl: Impl = TOLK) -> tuple[Any, list[Any]]:
+    g, inp, out = _Graph(f"{prefix}fanin{n}", impl), impl.buffer(256), impl.buffer(256)
     producers = n
     while _tree_kernels(producers) > n - 1:
         producers -= 1
     level = [g.write(g.tmp(), inp) for _ in range(producers)]
     while len(level) > 1:
         level = [g.write(g.tmp(), *level[i:i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
-    return UOp.sink(g.write(out, g.pad(level[0], n - 1))), [inp, out]
+    return impl.sink(g.write(out, g.pad(level[0], n - 1))), [inp, out]
 
 
-def assign(n: int, prefix: str = "") -> tuple[UOp, list[UOp]]:
-    g, x = _Graph(f"{prefix}assign{n}"), UOp.buffer(F32, 256)
+def assign(n: int, prefix: str = "", impl: Impl = TOLK) -> tuple[Any, list[Any]]:
+    g, x = _Graph(f"{prefix}assign{n}", impl), impl.buffer(256)
     state, readers = x, []
     for _ in range(n // 2):
         state = g.write(state, state)  # in place: overwrites and reads the current state
         readers.append(g.write(g.tmp(), state))
-    return UOp.sink(state, *readers), [x]
+    return impl.sink(state, *readers), [x]
 
 
 SHAPES: dict[str, Callable[..., tuple[UOp, list[UOp]]]] = {
@@ -157,18 +229,19 @@ SHAPES: dict[str, Callable[..., tuple[UOp, list[UOp]]]] = {
 # timing
 
 
-def run_once(sink: UOp, held: list[UOp], n: int, plan: bool,
-             clock: Callable[[], float] = time.perf_counter) -> tuple[float, float | None]:
+def run_once(sink: Any, held: list[Any], n: int, plan: bool,
+             clock: Callable[[], float] = time.perf_counter,
+             impl: Impl = TOLK) -> tuple[float, float | None]:
     """Seconds for create_schedule and (if `plan`) memory_plan_rewrite, GC off, cold results
-    (the planner's remembered offset assignments are cleared first: every run plans)."""
-    plan_cache_clear()
+    (tolk's planner's remembered offset assignments are cleared first: every run plans)."""
+    impl.before_run()
     gc.collect()
     gc.disable()
     try:
         t0 = clock()
-        lin = create_schedule(sink)
+        lin = impl.schedule(sink)
         t1 = clock()
-        planned = memory_plan_rewrite(lin, held, enabled=True) if plan else None
+        planned = impl.plan(lin, held) if plan else None
         t2 = clock()
     finally:
         gc.enable()
@@ -181,27 +254,30 @@ def run_once(sink: UOp, held: list[UOp], n: int, plan: bool,
 Times = tuple[float, float | None]  # seconds of create_schedule, of memory_plan_rewrite
 
 
-def measure(shape: str, n: int, plan: bool, clock_name: str) -> tuple[Times, Times]:
+def measure(shape: str, n: int, plan: bool, clock_name: str,
+            impl: Impl = TOLK) -> tuple[Times, Times]:
     """``(first, repeats)`` on a fresh `shape` graph of `n` kernels: the graph's first schedule
-    (after a warm-up that schedules and plans another graph of the same shape and size twice and
-    frees it: the process's one-time costs are paid, the new graph's memory is its own) and the
-    medians of ``REPEATS[n]`` more."""
+    (after a warm-up that schedules and plans another graph of the same shape and size
+    ``impl.warmups`` times and frees it: the process's one-time costs are paid, the new graph's
+    memory is its own) and the medians of ``impl.repeats[n]`` more."""
     clock = getattr(time, clock_name)
-    warm, warm_held = SHAPES[shape](n, prefix="warm_")  # never the measured graph's nodes
-    for _ in range(2):
-        run_once(warm, warm_held, n, plan, clock)
+    build = SHAPES[shape]
+    warm, warm_held = build(n, prefix="warm_", impl=impl)  # never the measured graph's nodes
+    for _ in range(impl.warmups):
+        run_once(warm, warm_held, n, plan, clock, impl)
     del warm, warm_held
-    sink, held = SHAPES[shape](n)
-    first = run_once(sink, held, n, plan, clock)
-    runs = [run_once(sink, held, n, plan, clock) for _ in range(REPEATS.get(n, 1))]
+    sink, held = build(n, impl=impl)
+    first = run_once(sink, held, n, plan, clock, impl)
+    runs = [run_once(sink, held, n, plan, clock, impl) for _ in range(impl.repeats.get(n, 1))]
     del sink, held
     sched = statistics.median(r[0] for r in runs)
     return first, (sched, statistics.median(r[1] for r in runs) if plan else None)
 
 
-def _in_worker(shape: str, n: int, plan: bool, clock_name: str) -> tuple[Times, Times]:
+def _in_worker(shape: str, n: int, plan: bool, clock_name: str,
+               impl: str = "tolk") -> tuple[Times, Times]:
     """`measure` in a fresh Python process: no earlier graph's garbage shapes this one's heap."""
-    cmd = [sys.executable, __file__, "--worker", shape, str(n), str(int(plan)), clock_name]
+    cmd = [sys.executable, __file__, "--worker", shape, str(n), str(int(plan)), clock_name, impl]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{shape} {n}: worker failed:\n{done.stderr}")
@@ -209,11 +285,64 @@ def _in_worker(shape: str, n: int, plan: bool, clock_name: str) -> tuple[Times, 
     return tuple(first), tuple(repeats)
 
 
+Cell = tuple[str, str, int]  # (implementation, shape, kernels)
+
+
+class _Plan:
+    """Which cells run, decided the first time a cell comes up and kept after: a cell whose
+    projected time for one run (from the previous size, with the growth exponent measured
+    between the last two sizes; n^2 until measured) exceeds its budget is skipped, and so are
+    the larger sizes after it."""
+
+    def __init__(self, plan_budget: float, sched_budget: float, full: bool):
+        self.plan_budget, self.sched_budget, self.full = plan_budget, sched_budget, full
+        self.decided: dict[Cell, tuple[bool, bool]] = {}  # cell -> (runs at all, plans)
+        self.notes: list[str] = []
+
+    def decide(self, cell: Cell, prev: dict[str, tuple[int, float, float]]) -> tuple[bool, bool]:
+        """`prev`: for "sched" and "plan", (n, seconds, growth exponent) of the last measured
+        size of this implementation and shape in this round."""
+        if cell in self.decided:
+            return self.decided[cell]
+        impl, shape, n = cell
+        run, plan = True, True
+        for what, budget in (("sched", self.sched_budget), ("plan", self.plan_budget)):
+            if what not in prev or self.full or (what == "sched" and impl == "tolk"):
+                continue
+            m, secs, growth = prev[what]
+            projected = secs * (n / m) ** growth
+            if projected > budget:
+                name = "create_schedule" if what == "sched" else "memory_plan_rewrite"
+                self.notes.append(f"{impl} {shape} {n}: {name} skipped, projected "
+                                  f"{projected:.0f} s for one run (growth n^{growth:.2f}); "
+                                  "--full runs it")
+                if what == "sched":
+                    run = False
+                else:
+                    plan = False
+        for (i, s, m), (was_run, was_plan) in list(self.decided.items()):
+            if (i, s) == (impl, shape) and m < n and (run, plan) != (run and was_run,
+                                                                     plan and was_plan):
+                run, plan = run and was_run, plan and was_plan  # larger sizes stay skipped
+                self.notes.append(f"{impl} {shape} {n}: skipped as {m} was")
+        self.decided[cell] = (run, plan)
+        return run, plan
+
+
+def _grow(prev: dict[str, tuple[int, float, float]], what: str, n: int, secs: float) -> None:
+    if what in prev:
+        m, last, _ = prev[what]
+        growth = max(1.0, math.log(secs / last) / math.log(n / m)) if secs > 0 < last else 2.0
+    else:
+        growth = 2.0
+    prev[what] = (n, secs, growth)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     ap.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES))
-    ap.add_argument("--full", action="store_true", help="never skip memory_plan_rewrite")
+    ap.add_argument("--full", action="store_true", help="never skip a cell by its projected time")
     ap.add_argument("--plan-budget", type=float, default=60.0,
                     help="skip memory_plan_rewrite when one run is projected above this (s)")
     ap.add_argument("--clock", choices=("perf_counter", "process_time"), default="perf_counter",
@@ -224,104 +353,149 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1,
                     help="measure every shape and size this many times, one pass after another; "
                          "cells and ratios are medians over the rounds")
-    ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--no-peer", action="store_true", help="do not measure tinygrad")
+    ap.add_argument("--peer-rounds", type=int, default=1,
+                    help="rounds that measure tinygrad too (the first ones; default 1)")
+    ap.add_argument("--peer-budget", type=float, default=60.0,
+                    help="skip tinygrad's create_schedule when one run is projected above this (s)")
+    ap.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     opts = ap.parse_args()
     if opts.rounds < 1 or min(opts.sizes) < 1:
         ap.error("--rounds and every size must be at least 1")
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     if opts.worker:
-        shape, n, plan, clock_name = opts.worker
-        print(json.dumps(measure(shape, int(n), plan == "1", clock_name)))
+        shape, n, plan, clock_name, impl = opts.worker
+        print(json.dumps(measure(shape, int(n), plan == "1", clock_name, _impl(impl))))
         return
 
-    reps = ", ".join(f"{n}: {REPEATS.get(n, 1)}" for n in opts.sizes)
+    sizes = sorted(opts.sizes)
+    peer = None if opts.no_peer else tinygrad_impl()
+    impls = ["tolk"] + (["tinygrad"] if peer is not None else [])
+    reps = ", ".join(f"{n}: {REPEATS.get(n, 1)}" for n in sizes)
     print(f"Python {sys.version.split()[0]}; time.{opts.clock}; {opts.rounds} round(s), medians "
           f"over rounds; first: a fresh graph's first schedule (after a warm-up on another graph "
           f"of its shape and size); repeats: medians of the next runs ({reps}); "
           "gc.collect() before and gc.disable() during every timed run; "
-          "graph construction not timed.\n")
-    # (shape, n) -> per round: µs/kernel of (first create_schedule, first memory_plan_rewrite,
+          "graph construction not timed.")
+    if peer is not None:
+        peer_reps = ", ".join(f"{n}: {PEER_REPEATS.get(n, 1)}" for n in sizes)
+        print(f"Peer: tinygrad {_tinygrad_version()} on the same graphs in its own UOps, in the "
+              f"first {min(opts.peer_rounds, opts.rounds)} round(s); one warm-up run; repeats "
+              f"{peer_reps}.")
+    else:
+        print("Peer: tinygrad is not installed (or --no-peer); only tolk was timed.")
+    print()
+    # cell -> per round: µs/kernel of (first create_schedule, first memory_plan_rewrite,
     # repeated create_schedule, repeated memory_plan_rewrite)
-    cells: dict[tuple[str, int], list[tuple[float | None, ...]]] = {}
-    plans: dict[tuple[str, int], bool] = {}  # decided in the first round, kept after
-    notes: list[str] = []
+    cells: dict[Cell, list[tuple[float | None, ...]]] = {}
+    decide = _Plan(opts.plan_budget, opts.peer_budget, opts.full)
     for r in range(opts.rounds):
         for shape in opts.shapes:
-            prev: tuple[int, float] | None = None  # (n, plan seconds) of the last planned size
-            growth = 2.0  # assumed exponent of the planner's time in n until measured
-            for n in opts.sizes:
-                if (shape, n) not in plans:
-                    plans[shape, n] = True
-                    if prev is not None and not opts.full:
-                        projected = prev[1] * (n / prev[0]) ** growth
-                        if projected > opts.plan_budget:
-                            plans[shape, n] = False
-                            notes.append(f"{shape} {n}: memory_plan_rewrite skipped, projected "
-                                         f"{projected:.0f} s for one run (growth "
-                                         f"n^{growth:.2f}); --full runs it")
-                plan = plans[shape, n]
-                if opts.in_process:
-                    first, repeats = measure(shape, n, plan, opts.clock)
-                else:
-                    first, repeats = _in_worker(shape, n, plan, opts.clock)
-                mem = repeats[1]
-                if mem is not None:
-                    if prev is not None:
-                        growth = max(1.0, math.log(mem / prev[1]) / math.log(n / prev[0]))
-                    prev = (n, mem)
-                cells.setdefault((shape, n), []).append(tuple(
-                    t / n * 1e6 if t is not None else None for t in (*first, *repeats)))
-                print(f"  done: round {r + 1}: {shape} {n}", file=sys.stderr, flush=True)
+            for impl in impls:
+                if impl != "tolk" and r >= opts.peer_rounds:
+                    continue
+                prev: dict[str, tuple[int, float, float]] = {}
+                for n in sizes:
+                    run, plan = decide.decide((impl, shape, n), prev)
+                    if not run:
+                        continue
+                    if opts.in_process:
+                        first, repeats = measure(shape, n, plan, opts.clock, _impl(impl))
+                    else:
+                        first, repeats = _in_worker(shape, n, plan, opts.clock, impl)
+                    _grow(prev, "sched", n, repeats[0])
+                    if repeats[1] is not None:
+                        _grow(prev, "plan", n, repeats[1])
+                    cells.setdefault((impl, shape, n), []).append(tuple(
+                        t / n * 1e6 if t is not None else None for t in (*first, *repeats)))
+                    print(f"  done: round {r + 1}: {impl} {shape} {n}", file=sys.stderr,
+                          flush=True)
+    _report(cells, opts.shapes, sizes, impls, decide.notes)
 
-    def median_of(shape: str, n: int, which: int) -> float | None:
-        vals = [c[which] for c in cells[shape, n] if c[which] is not None]
+
+def _tinygrad_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("tinygrad")
+    except Exception:  # not installed as a distribution: a checkout on the path
+        return "(version unknown)"
+
+
+def _report(cells: dict[Cell, list[tuple[float | None, ...]]], shapes: list[str],
+            sizes: list[int], impls: list[str], notes: list[str]) -> None:
+    def median_of(cell: Cell, which: int) -> float | None:
+        vals = [c[which] for c in cells.get(cell, ()) if c[which] is not None]
         return statistics.median(vals) if vals else None
 
     def fmt(us: float | None) -> str:
         return f"{us:.1f}" if us is not None else "skipped"
 
-    rows: list[str] = []
-    for shape in opts.shapes:
-        for n in opts.sizes:
-            rows.append(f"| {shape} | {n} | "  # create_schedule first, repeats; then the plan's
-                        + " | ".join(fmt(median_of(shape, n, k)) for k in (0, 2, 1, 3)) + " |")
-
-    def ratio(shape: str, which: int, lo: int, hi: int) -> tuple[float | None, list[float]]:
+    def ratio(impl: str, shape: str, which: int, lo: int, hi: int
+              ) -> tuple[float | None, list[float]]:
         """Median over rounds of the per-kernel ratio hi/lo, and each round's ratio (a round
         measures the sizes of a shape one after the other, so a drift moves both sides)."""
-        vals = [b[which] / a[which] for a, b in zip(cells[shape, lo], cells[shape, hi])
+        vals = [b[which] / a[which] for a, b in zip(cells.get((impl, shape, lo), ()),
+                                                     cells.get((impl, shape, hi), ()))
                 if a[which] and b[which]]
         return (statistics.median(vals) if vals else None), vals
 
-    def fastest_ratio(shape: str, which: int, lo: int, hi: int) -> float | None:
+    def fastest_ratio(impl: str, shape: str, which: int, lo: int, hi: int) -> float | None:
         """Each size's fastest round, hi over lo."""
-        a = [c[which] for c in cells[shape, lo] if c[which]]
-        b = [c[which] for c in cells[shape, hi] if c[which]]
+        a = [c[which] for c in cells.get((impl, shape, lo), ()) if c[which]]
+        b = [c[which] for c in cells.get((impl, shape, hi), ()) if c[which]]
         return min(b) / min(a) if a and b else None
+
+    def opt(x: float | None) -> str:
+        return f"{x:.2f}" if x is not None else "n/a"
 
     print("| shape | kernels | create_schedule µs/kernel, first | repeats "
           "| memory_plan_rewrite µs/kernel, first | repeats |")
     print("|---|---:|---:|---:|---:|---:|")
-    print("\n".join(rows))
-    lo, mid, hi = min(opts.sizes), 10_000, max(opts.sizes)
+    for shape in shapes:
+        for n in sizes:
+            print(f"| {shape} | {n} | "  # create_schedule first, repeats; then the plan's
+                  + " | ".join(fmt(median_of(("tolk", shape, n), k)) for k in (0, 2, 1, 3)) + " |")
+    lo, mid, hi = sizes[0], 10_000, sizes[-1]
     size = lambda n: f"{n // 1000}k" if n % 1000 == 0 else str(n)  # noqa: E731
     for which, label in ((0, "first schedule"), (2, "repeats")):
         print(f"\ncreate_schedule per-kernel ratio {size(hi)}/{size(lo)}, {label} "
               f"(goal <= {SCALING_GOAL}; median over rounds of each round's ratio):")
-        for shape in opts.shapes:
-            r, each = ratio(shape, which, lo, hi)
-            m, _ = ratio(shape, which + 1, lo, hi)
-            fast = fastest_ratio(shape, which, lo, hi)
-            print(f"- {shape}: {r:.2f} {'ok' if r <= SCALING_GOAL else 'MISSED'} (rounds: "
-                  f"{', '.join(f'{x:.2f}' for x in each)}; fastest rounds: {fast:.2f}; "
-                  f"memory_plan_rewrite: {f'{m:.2f}' if m is not None else 'n/a (skipped)'})")
-    if mid in opts.sizes:
+        for shape in shapes:
+            r, each = ratio("tolk", shape, which, lo, hi)
+            m, _ = ratio("tolk", shape, which + 1, lo, hi)
+            fast = fastest_ratio("tolk", shape, which, lo, hi)
+            verdict = "n/a" if r is None else "ok" if r <= SCALING_GOAL else "MISSED"
+            print(f"- {shape}: {opt(r)} {verdict} (rounds: "
+                  f"{', '.join(f'{x:.2f}' for x in each)}; fastest rounds: {opt(fast)}; "
+                  f"memory_plan_rewrite: {opt(m)})")
+    if mid in sizes:
         print(f"\ncreate_schedule at {mid} kernels (goal < {SPEED_GOAL_US:.0f} µs/kernel, "
               "met when both are under it), first / repeats:")
-        for shape in opts.shapes:
-            a, b = median_of(shape, mid, 0), median_of(shape, mid, 2)
-            print(f"- {shape}: {a:.1f} / {b:.1f} µs/kernel "
-                  f"{'ok' if max(a, b) < SPEED_GOAL_US else 'MISSED'}")
+        for shape in shapes:
+            a, b = median_of(("tolk", shape, mid), 0), median_of(("tolk", shape, mid), 2)
+            ok = a is not None and b is not None and max(a, b) < SPEED_GOAL_US
+            print(f"- {shape}: {fmt(a)} / {fmt(b)} µs/kernel {'ok' if ok else 'MISSED'}")
+    if "tinygrad" in impls:
+        print("\nPeer, the same graphs: tinygrad's create_schedule and memory_plan_rewrite "
+              "(µs/kernel; x tolk: tinygrad's repeats over tolk's, each the median of its rounds)")
+        print("| shape | kernels | create_schedule first | repeats | x tolk "
+              "| memory_plan_rewrite first | repeats | x tolk |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for shape in shapes:
+            for n in sizes:
+                t = [median_of(("tinygrad", shape, n), k) for k in range(4)]
+                mine = [median_of(("tolk", shape, n), k) for k in range(4)]
+                times = [t[2] / mine[2] if t[2] and mine[2] else None,
+                         t[3] / mine[3] if t[3] and mine[3] else None]
+                print(f"| {shape} | {n} | {fmt(t[0])} | {fmt(t[2])} | "
+                      f"{'' if times[0] is None else f'{times[0]:.1f}'} | {fmt(t[1])} | "
+                      f"{fmt(t[3])} | {'' if times[1] is None else f'{times[1]:.1f}'} |")
+        print(f"\ntinygrad's create_schedule per-kernel ratio {size(hi)}/{size(lo)}, first / "
+              "repeats (median over its rounds):")
+        for shape in shapes:
+            a, _ = ratio("tinygrad", shape, 0, lo, hi)
+            b, _ = ratio("tinygrad", shape, 2, lo, hi)
+            print(f"- {shape}: {opt(a)} / {opt(b)}")
     if notes:
         print("\nNotes:")
         for note in notes:
