@@ -178,12 +178,13 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
     dense lists, in walk order."""
     AFTER, BIND, BUFFER, CALL, PARAM = Ops.AFTER, Ops.BIND, Ops.BUFFER, Ops.CALL, Ops.PARAM
     LINEAR, SINK = Ops.LINEAR, Ops.SINK
-    kernels: list[UOp] = []  # by number
-    calls: list[UOp] = []  # by number: the CALL the LINEAR emits for the kernel
+    calls: list[UOp] = []  # by kernel number: the CALL the LINEAR emits for the kernel
     in_degree: list[int] = []
-    children: list[list[int] | None] = []
-    # by state number: [superseding AFTER's state number, its new writers, ...] or None
-    supersede: list[list | None] = []
+    # by kernel number: the kernels that wait for it, None, one number, or a list of them
+    children: list[int | list[int] | None] = []
+    # by state number: the AFTERs superseding it, None, one state number, or a list of them
+    supersede: list[int | list[int] | None] = []
+    writers: list[list[int] | None] = []  # by state number: an AFTER's new writers
     # (AFTER's state, kernel, a state it reads) per read, flat: no container per kernel
     reads: list[int] = []
     # Every AFTER once, after everything it reaches: an iterative depth-first walk that does not
@@ -216,8 +217,7 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
             for k in ks:
                 i = k._scratch
                 if i is None:
-                    i = k._scratch = len(kernels)
-                    kernels.append(k)
+                    i = k._scratch = len(in_degree)
                     in_degree.append(0)
                     children.append(None)
                 nums.append(i)
@@ -235,15 +235,18 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
             else:
                 new_writers = nums
                 base = prev if prev.op is BUFFER or prev.op is PARAM else _storage(prev)
-                p = _state_number(prev, tok, supersede)
+                p = _state_number(prev, tok, supersede, writers)
             me = len(supersede)
             supersede.append(None)
+            writers.append(new_writers)
             u._scratch = (nums, base, me)
             sup = supersede[p]
             if sup is None:
-                supersede[p] = [me, new_writers]
+                supersede[p] = me
+            elif sup.__class__ is int:
+                supersede[p] = [sup, me]
             else:
-                sup += (me, new_writers)
+                sup.append(me)
             dep_states = [st for d in deps for st in _states(d)] if deps else None
             for k, i in zip(ks, nums):
                 call = k if k.op is CALL else _kernel_call(k)
@@ -259,7 +262,7 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                         after.append(a)
                         unwrapped = True
                     elif op is BUFFER or op is PARAM:
-                        reads += (me, i, _state_number(a, tok, supersede))
+                        reads += (me, i, _state_number(a, tok, supersede, writers))
                         args.append(a)
                     elif op is BIND:
                         args.append(a)
@@ -269,7 +272,7 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                                 reads += (me, i, st._scratch[2])
                                 after.append(st)
                             else:
-                                reads += (me, i, _state_number(st, tok, supersede))
+                                reads += (me, i, _state_number(st, tok, supersede, writers))
                         storage = _storage(a)
                         args.append(storage)
                         unwrapped = unwrapped or storage is not a
@@ -287,7 +290,9 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                         for t in st._scratch[0]:
                             c = children[t]
                             if c is None:
-                                children[t] = [i]
+                                children[t] = i
+                            elif c.__class__ is int:
+                                children[t] = [c, i]
                             else:
                                 c.append(i)
                             n += 1
@@ -295,38 +300,41 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
     it = iter(reads)
     for me, i, s in zip(it, it, it):  # write-after-read
         sup = supersede[s]
-        if sup is None:
+        if sup is None or sup == me:
             continue
-        for j in range(0, len(sup), 2):
-            if sup[j] == me:
+        for a in (sup,) if sup.__class__ is int else sup:
+            if a == me:
                 continue
-            for t in sup[j + 1]:
+            for t in writers[a]:
                 if t != i:
                     c = children[i]
                     if c is None:
-                        children[i] = [t]
+                        children[i] = t
+                    elif c.__class__ is int:
+                        children[i] = [c, t]
                     else:
                         c.append(t)
                     in_degree[t] += 1
     order = _linearize(children, in_degree)
-    if len(order) < len(kernels):
-        k = kernels[_on_cycle(children, in_degree)]
+    if len(order) < len(calls):
+        k = calls[_on_cycle(children, in_degree)]
         raise CycleError(f"dependency cycle in the kernel graph through {describe_kernel(k)}")
     return UOp(Ops.LINEAR, src=tuple(map(calls.__getitem__, order)))
 
 
-def _state_number(s: UOp, tok: object, supersede: list) -> int:
+def _state_number(s: UOp, tok: object, supersede: list, writers: list) -> int:
     """The number of BUFFER or PARAM state `s` in `create_schedule`'s pass `tok`, given (with
-    a slot in `supersede`) when first asked for."""
+    a slot in `supersede` and in `writers`) when first asked for."""
     if s._mark is not tok:
         s._mark, s._scratch = tok, None
     if s._scratch is None:
         s._scratch = len(supersede)
         supersede.append(None)
+        writers.append(None)
     return s._scratch
 
 
-def _linearize(children: list[list[int] | None], in_degree: list[int]) -> list[int]:
+def _linearize(children: list[int | list[int] | None], in_degree: list[int]) -> list[int]:
     """Kahn's algorithm, FIFO among ready kernels: the kernel numbers in schedule order. The
     in-degrees are consumed: those left above zero are on or behind a cycle."""
     queue = deque(i for i, d in enumerate(in_degree) if d == 0)
@@ -336,20 +344,26 @@ def _linearize(children: list[list[int] | None], in_degree: list[int]) -> list[i
         i = queue.popleft()
         out.append(i)
         c = children[i]
-        if c is not None:
-            for j in c:
-                remaining[j] -= 1
-                if remaining[j] == 0:
-                    queue.append(j)
+        if c is None:
+            continue
+        if c.__class__ is int:
+            remaining[c] -= 1
+            if remaining[c] == 0:
+                queue.append(c)
+            continue
+        for j in c:
+            remaining[j] -= 1
+            if remaining[j] == 0:
+                queue.append(j)
     return out
 
 
-def _on_cycle(children: list[list[int] | None], remaining: list[int]) -> int:
+def _on_cycle(children: list[int | list[int] | None], remaining: list[int]) -> int:
     """A kernel on a cycle: follow unscheduled parents back until one repeats."""
     parents: dict[int, int] = {}
     for p, cs in enumerate(children):
         if remaining[p] > 0 and cs is not None:
-            for c in cs:
+            for c in (cs,) if cs.__class__ is int else cs:
                 parents.setdefault(c, p)
     k = next(k for k, d in enumerate(remaining) if d > 0)
     seen: set[int] = set()
