@@ -240,13 +240,7 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
             supersede.append(None)
             writers.append(new_writers)
             u._scratch = (nums, base, me)
-            sup = supersede[p]
-            if sup is None:
-                supersede[p] = me
-            elif sup.__class__ is int:
-                supersede[p] = [sup, me]
-            else:
-                sup.append(me)
+            _add_number(supersede, p, me)
             dep_states = [st for d in deps for st in _states(d)] if deps else None
             for k, i in zip(ks, nums):
                 call = k if k.op is CALL else _kernel_call(k)
@@ -288,13 +282,7 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                 for st in after:
                     if st.op is AFTER:  # read-after-write
                         for t in st._scratch[0]:
-                            c = children[t]
-                            if c is None:
-                                children[t] = i
-                            elif c.__class__ is int:
-                                children[t] = [c, i]
-                            else:
-                                c.append(i)
+                            _add_number(children, t, i)
                             n += 1
                 in_degree[i] += n
     it = iter(reads)
@@ -307,19 +295,25 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                 continue
             for t in writers[a]:
                 if t != i:
-                    c = children[i]
-                    if c is None:
-                        children[i] = t
-                    elif c.__class__ is int:
-                        children[i] = [c, t]
-                    else:
-                        c.append(t)
+                    _add_number(children, i, t)
                     in_degree[t] += 1
     order = _linearize(children, in_degree)
     if len(order) < len(calls):
         k = calls[_on_cycle(children, in_degree)]
         raise CycleError(f"dependency cycle in the kernel graph through {describe_kernel(k)}")
     return UOp(Ops.LINEAR, src=tuple(map(calls.__getitem__, order)))
+
+
+def _add_number(slots: list, at: int, n: int) -> None:
+    """Add `n` to ``slots[at]``, which holds None, one number, or a list of several (a list of
+    one for each of many kernels and states costs memory the pass then has to free)."""
+    have = slots[at]
+    if have is None:
+        slots[at] = n
+    elif have.__class__ is int:
+        slots[at] = [have, n]
+    else:
+        have.append(n)
 
 
 def _state_number(s: UOp, tok: object, supersede: list, writers: list) -> int:
