@@ -291,8 +291,8 @@ Cell = tuple[str, str, int]  # (implementation, shape, kernels)
 class _Plan:
     """Which cells run, decided the first time a cell comes up and kept after: a cell whose
     projected time for one run (from the previous size, with the growth exponent measured
-    between the last two sizes; n^2 until measured) exceeds its budget is skipped, and so are
-    the larger sizes after it."""
+    between the last two sizes, at least 1; n^2 until measured) exceeds its budget is skipped,
+    and so, projected from the same size, are the larger ones after it."""
 
     def __init__(self, plan_budget: float, sched_budget: float, full: bool):
         self.plan_budget, self.sched_budget, self.full = plan_budget, sched_budget, full
@@ -320,21 +320,17 @@ class _Plan:
                     run = False
                 else:
                     plan = False
-        for (i, s, m), (was_run, was_plan) in list(self.decided.items()):
-            if (i, s) == (impl, shape) and m < n and (run, plan) != (run and was_run,
-                                                                     plan and was_plan):
-                run, plan = run and was_run, plan and was_plan  # larger sizes stay skipped
-                self.notes.append(f"{impl} {shape} {n}: skipped as {m} was")
         self.decided[cell] = (run, plan)
         return run, plan
 
 
 def _grow(prev: dict[str, tuple[int, float, float]], what: str, n: int, secs: float) -> None:
+    """Record `secs` for `what` at size `n`, with the growth exponent since the last size."""
+    growth = 2.0
     if what in prev:
         m, last, _ = prev[what]
-        growth = max(1.0, math.log(secs / last) / math.log(n / m)) if secs > 0 < last else 2.0
-    else:
-        growth = 2.0
+        if secs > 0 and last > 0:
+            growth = max(1.0, math.log(secs / last) / math.log(n / m))
     prev[what] = (n, secs, growth)
 
 
