@@ -14,7 +14,8 @@ Shapes that do not divide evenly are padded with chain kernels so every graph ha
 n kernels. Kernel names are unique, so no two kernels hash-cons into one node. Graph
 construction is not timed. Each repeat runs ``lin = create_schedule(sink)`` then
 ``memory_plan_rewrite(lin, held)`` (held: the user input/output buffers), timed separately
-with `time.perf_counter` (``--clock process_time`` for CPU time on a loaded machine);
+with `time.perf_counter` (``--clock thread_time`` for the CPU time of the measuring thread,
+steadier on a loaded machine);
 ``gc.collect()`` runs before and the garbage collector is off during each timed repeat,
 and both results are freed before the next repeat so every repeat builds its LINEAR cold
 (no intern-table hits); the planner's cache of offset assignments (a schedule run again has
@@ -56,6 +57,12 @@ with the measured growth exponent; n^2 before two sizes are measured) exceeds it
 ``--plan-budget`` seconds for memory_plan_rewrite, ``--peer-budget`` for tinygrad's
 create_schedule (tolk's is never skipped); pass ``--full`` to run them anyway.
 
+BLAS runs one thread here and in the workers (``OPENBLAS_NUM_THREADS=1`` unless it is set):
+nothing measured uses BLAS, and numpy's default pool, started at import, keeps its threads
+spinning for a while after (seen here: a 1k-kernel cell timed with ``time.process_time``,
+which counts every thread of the process, read 6.4 µs per kernel in the first 20 ms after
+start and 2.4 after, wall time 2.4 throughout; the spinning core also shares the caches).
+
 Run: ``python bench/bench_schedule.py`` from the repository root (``--no-peer``: tolk only).
 """
 
@@ -65,6 +72,7 @@ import argparse
 import gc
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -73,6 +81,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy's import: see above
 try:
     import tolk  # noqa: F401  (PYTHONPATH or an install wins over the checkout)
 except ImportError:
@@ -341,8 +350,10 @@ def main() -> None:
     ap.add_argument("--full", action="store_true", help="never skip a cell by its projected time")
     ap.add_argument("--plan-budget", type=float, default=60.0,
                     help="skip memory_plan_rewrite when one run is projected above this (s)")
-    ap.add_argument("--clock", choices=("perf_counter", "process_time"), default="perf_counter",
-                    help="process_time counts CPU time only: steadier on a loaded machine")
+    ap.add_argument("--clock", choices=("perf_counter", "thread_time", "process_time"),
+                    default="perf_counter",
+                    help="thread_time: the CPU time of the measuring thread, steadier on a "
+                         "loaded machine (process_time counts every thread of the process)")
     ap.add_argument("--in-process", action="store_true",
                     help="measure every shape and size in this process (default: a fresh process "
                          "for each)")
