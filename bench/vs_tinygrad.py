@@ -21,7 +21,8 @@ fresh graph. cached: a fresh identical graph scheduled again with the cache warm
 and the collector off during each timed call. ``--rounds N`` measures every cell N times, one
 pass over all cells after another, and reports the median of the N values (a machine whose load
 drifts moves one round). Times are CPU time of this process (`time.process_time`, robust to
-other load on the machine; both libraries schedule on one thread).
+other load on the machine; both libraries schedule on one thread, and BLAS runs one thread
+here and in the workers unless ``OPENBLAS_NUM_THREADS`` is set).
 scale: n=BIG cold over n=SMALL cold, measured in pairs: ``--pairs K`` times a fresh process
 schedules the small program and another the big one right after (every other pair big first),
 and the scale is the median of the K ratios. The cells of one round are minutes apart (the other
@@ -56,6 +57,9 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("DEV", "NULL")  # tinygrad: schedule only, never a real device
+# one BLAS thread, set before numpy's import: nothing here runs BLAS, and the default pool's
+# threads spin for a while after import, which `time.process_time` (every thread) counts
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
