@@ -31,6 +31,15 @@ the same lifetimes) is cleared before each run, so every run plans. Two numbers 
   emptied arenas go back to the system and come back as fresh pages (at 100k kernels ~0.3 page
   faults and 0.5-1.6 µs of system time per kernel, every run).
 
+Beside (``--no-beside``: off): each round also times tolk's smallest size in a process that
+first builds a graph of the largest size (same shape) and keeps it alive, never scheduling it:
+the small graph's work, in a heap, an intern table (every live node is in it) and allocator
+free lists the size of the large graph's. Measured here, a 1k chain's create_schedule ran at
+3.3-3.6 µs per kernel beside a 100k chain against 2.3-2.4 alone, the 100k chain's own rate
+(and a bare walk of the 1k graph, no new nodes, 0.65 against 0.37; a probe of the intern
+table for a new key 300 ns against 70): the gap between sizes follows the memory the process
+holds, not work per kernel that grows with the graph.
+
 Each shape and size is measured in
 a fresh Python process (``--in-process``: all in this one), so the heap left by an earlier graph
 (a 100k-kernel graph is some 400k nodes) does not shape a later measurement. ``--rounds N``
@@ -264,13 +273,15 @@ Times = tuple[float, float | None]  # seconds of create_schedule, of memory_plan
 
 
 def measure(shape: str, n: int, plan: bool, clock_name: str,
-            impl: Impl = TOLK) -> tuple[Times, Times]:
+            impl: Impl = TOLK, beside: int = 0) -> tuple[Times, Times]:
     """``(first, repeats)`` on a fresh `shape` graph of `n` kernels: the graph's first schedule
     (after a warm-up that schedules and plans another graph of the same shape and size
     ``impl.warmups`` times and frees it: the process's one-time costs are paid, the new graph's
-    memory is its own) and the medians of ``impl.repeats[n]`` more."""
+    memory is its own) and the medians of ``impl.repeats[n]`` more. `beside`: first build a
+    graph of that many kernels and keep it alive, never scheduled (see `BESIDE`)."""
     clock = getattr(time, clock_name)
     build = SHAPES[shape]
+    kept = build(beside, prefix="beside_", impl=impl) if beside else None  # noqa: F841
     warm, warm_held = build(n, prefix="warm_", impl=impl)  # never the measured graph's nodes
     for _ in range(impl.warmups):
         run_once(warm, warm_held, n, plan, clock, impl)
@@ -284,9 +295,10 @@ def measure(shape: str, n: int, plan: bool, clock_name: str,
 
 
 def _in_worker(shape: str, n: int, plan: bool, clock_name: str,
-               impl: str = "tolk") -> tuple[Times, Times]:
+               impl: str = "tolk", beside: int = 0) -> tuple[Times, Times]:
     """`measure` in a fresh Python process: no earlier graph's garbage shapes this one's heap."""
-    cmd = [sys.executable, __file__, "--worker", shape, str(n), str(int(plan)), clock_name, impl]
+    cmd = [sys.executable, __file__, "--worker", shape, str(n), str(int(plan)), clock_name, impl,
+           str(beside)]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{shape} {n}: worker failed:\n{done.stderr}")
@@ -295,6 +307,9 @@ def _in_worker(shape: str, n: int, plan: bool, clock_name: str,
 
 
 Cell = tuple[str, str, int]  # (implementation, shape, kernels)
+BESIDE = "tolk beside"  # the implementation named in cells of tolk's smallest size timed beside
+# a live graph of the largest size (built first, never scheduled): the same work as the
+# smallest size, in a process whose heap and intern table hold as many nodes as the largest
 
 
 class _Plan:
@@ -365,14 +380,17 @@ def main() -> None:
                     help="rounds that measure tinygrad too (the first ones; default 1)")
     ap.add_argument("--peer-budget", type=float, default=60.0,
                     help="skip tinygrad's create_schedule when one run is projected above this (s)")
-    ap.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--no-beside", action="store_true",
+                    help="do not time the smallest size beside a live graph of the largest")
+    ap.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     opts = ap.parse_args()
     if opts.rounds < 1 or min(opts.sizes) < 1:
         ap.error("--rounds and every size must be at least 1")
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     if opts.worker:
-        shape, n, plan, clock_name, impl = opts.worker
-        print(json.dumps(measure(shape, int(n), plan == "1", clock_name, _impl(impl))))
+        shape, n, plan, clock_name, impl, beside = opts.worker
+        print(json.dumps(measure(shape, int(n), plan == "1", clock_name, _impl(impl),
+                                 int(beside))))
         return
 
     sizes = sorted(opts.sizes)
@@ -417,6 +435,14 @@ def main() -> None:
                         t / n * 1e6 if t is not None else None for t in (*first, *repeats)))
                     print(f"  done: round {r + 1}: {impl} {shape} {n}", file=sys.stderr,
                           flush=True)
+            if not opts.no_beside and len(sizes) > 1:  # tolk's smallest size, beside the largest
+                lo, hi = sizes[0], sizes[-1]
+                run = (measure(shape, lo, False, opts.clock, TOLK, hi) if opts.in_process
+                       else _in_worker(shape, lo, False, opts.clock, "tolk", hi))
+                cells.setdefault((BESIDE, shape, lo), []).append(tuple(
+                    t / lo * 1e6 if t is not None else None for t in (*run[0], *run[1])))
+                print(f"  done: round {r + 1}: tolk {shape} {lo} beside {hi}", file=sys.stderr,
+                      flush=True)
     _report(cells, opts.shapes, sizes, impls, decide.notes)
 
 
@@ -475,6 +501,21 @@ def _report(cells: dict[Cell, list[tuple[float | None, ...]]], shapes: list[str]
             print(f"- {shape}: {opt(r)} {verdict} (rounds: "
                   f"{', '.join(f'{x:.2f}' for x in each)}; fastest rounds: {opt(fast)}; "
                   f"memory_plan_rewrite: {opt(m)})")
+    if any(c[0] == BESIDE for c in cells):
+        print(f"\ncreate_schedule at {size(lo)} kernels beside a live {size(hi)}-kernel graph "
+              f"(built first, never scheduled: the {size(lo)} work in a heap the size of the "
+              f"{size(hi)} one's), µs/kernel first / repeats; {size(hi)} over it, median over "
+              "rounds of each round's ratio, first / repeats:")
+        for shape in shapes:
+            here = [median_of((BESIDE, shape, lo), k) for k in (0, 2)]
+            over = []
+            for which in (0, 2):
+                vals = [b[which] / a[which] for a, b in zip(cells.get((BESIDE, shape, lo), ()),
+                                                             cells.get(("tolk", shape, hi), ()))
+                        if a[which] and b[which]]
+                over.append(statistics.median(vals) if vals else None)
+            print(f"- {shape}: {fmt(here[0])} / {fmt(here[1])} µs/kernel; "
+                  f"{size(hi)} over it {opt(over[0])} / {opt(over[1])}")
     if mid in sizes:
         print(f"\ncreate_schedule at {mid} kernels (goal < {SPEED_GOAL_US:.0f} µs/kernel, "
               "met when both are under it), first / repeats:")
