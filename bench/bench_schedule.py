@@ -35,10 +35,10 @@ Beside (``--no-beside``: off): each round also times tolk's smallest size in a p
 first builds a graph of the largest size (same shape) and keeps it alive, never scheduling it:
 the small graph's work, in a heap, an intern table (every live node is in it) and allocator
 free lists the size of the large graph's. Measured here, a 1k chain's create_schedule ran at
-3.3-3.6 µs per kernel beside a 100k chain against 2.3-2.4 alone, the 100k chain's own rate
-(and a bare walk of the 1k graph, no new nodes, 0.65 against 0.37; a probe of the intern
-table for a new key 300 ns against 70): the gap between sizes follows the memory the process
-holds, not work per kernel that grows with the graph.
+3.5-3.6 µs per kernel (medians of 31 runs) beside a 100k chain against 2.4 alone, the 100k
+chain's own rate (and a bare walk of the 1k graph, no new nodes, 0.65 against 0.37; a probe of
+the intern table for a new key 300 ns against 70): the gap between sizes follows the memory
+the process holds, not work per kernel that grows with the graph.
 
 Each shape and size is measured in
 a fresh Python process (``--in-process``: all in this one), so the heap left by an earlier graph
@@ -68,9 +68,10 @@ create_schedule (tolk's is never skipped); pass ``--full`` to run them anyway.
 
 BLAS runs one thread here and in the workers (``OPENBLAS_NUM_THREADS=1`` unless it is set):
 nothing measured uses BLAS, and numpy's default pool, started at import, keeps its threads
-spinning for a while after (seen here: a 1k-kernel cell timed with ``time.process_time``,
-which counts every thread of the process, read 6.4 µs per kernel in the first 20 ms after
-start and 2.4 after, wall time 2.4 throughout; the spinning core also shares the caches).
+spinning for a while after (seen here: a 1k chain scheduled back to back right after import
+and graph construction read 6.4-6.7 µs per kernel by ``time.process_time``, which counts every
+thread of the process, for its first ~20 ms and 2.1-2.4 after, wall time 2.1-2.7 throughout;
+the spinning core also shares the caches).
 
 Run: ``python bench/bench_schedule.py`` from the repository root (``--no-peer``: tolk only).
 """
