@@ -464,11 +464,12 @@ def _report(cells: dict[Cell, list[tuple[float | None, ...]]], shapes: list[str]
     def fmt(us: float | None) -> str:
         return f"{us:.1f}" if us is not None else "skipped"
 
-    def ratio(impl: str, shape: str, which: int, lo: int, hi: int
+    def ratio(impl: str, shape: str, which: int, lo: int, hi: int, lo_impl: str = ""
               ) -> tuple[float | None, list[float]]:
         """Median over rounds of the per-kernel ratio hi/lo, and each round's ratio (a round
-        measures the sizes of a shape one after the other, so a drift moves both sides)."""
-        vals = [b[which] / a[which] for a, b in zip(cells.get((impl, shape, lo), ()),
+        measures the sizes of a shape one after the other, so a drift moves both sides);
+        `lo_impl`: whose cells are the lo side (default `impl`)."""
+        vals = [b[which] / a[which] for a, b in zip(cells.get((lo_impl or impl, shape, lo), ()),
                                                      cells.get((impl, shape, hi), ()))
                 if a[which] and b[which]]
         return (statistics.median(vals) if vals else None), vals
@@ -509,12 +510,7 @@ def _report(cells: dict[Cell, list[tuple[float | None, ...]]], shapes: list[str]
               "rounds of each round's ratio, first / repeats:")
         for shape in shapes:
             here = [median_of((BESIDE, shape, lo), k) for k in (0, 2)]
-            over = []
-            for which in (0, 2):
-                vals = [b[which] / a[which] for a, b in zip(cells.get((BESIDE, shape, lo), ()),
-                                                             cells.get(("tolk", shape, hi), ()))
-                        if a[which] and b[which]]
-                over.append(statistics.median(vals) if vals else None)
+            over = [ratio("tolk", shape, which, lo, hi, lo_impl=BESIDE)[0] for which in (0, 2)]
             print(f"- {shape}: {fmt(here[0])} / {fmt(here[1])} µs/kernel; "
                   f"{size(hi)} over it {opt(over[0])} / {opt(over[1])}")
     if mid in sizes:
