@@ -31,14 +31,17 @@ the same lifetimes) is cleared before each run, so every run plans. Two numbers 
   emptied arenas go back to the system and come back as fresh pages (at 100k kernels ~0.3 page
   faults and 0.5-1.6 µs of system time per kernel, every run).
 
-Beside (``--no-beside``: off): each round also times tolk's smallest size in a process that
-first builds a graph of the largest size (same shape) and keeps it alive, never scheduling it:
-the small graph's work, in a heap, an intern table (every live node is in it) and allocator
-free lists the size of the large graph's. Measured here, a 1k chain's create_schedule ran at
-3.5-3.6 µs per kernel (medians of 31 runs) beside a 100k chain against 2.4 alone, the 100k
-chain's own rate (and a bare walk of the 1k graph, no new nodes, 0.65 against 0.37; a probe of
-the intern table for a new key 300 ns against 70): the gap between sizes follows the memory
-the process holds, not work per kernel that grows with the graph.
+Cold (``--no-cold``: off): each round also times tolk's smallest size with the CPU caches
+emptied before every timed run (a 64 MiB buffer read line by line after the collection).
+Between runs a small graph, its scheduler's tables and the intern table stay in the caches,
+and ``gc.collect()``, which walks every tracked object, leaves them there; a 100k-kernel graph
+(some 400k nodes, over 100 MB) never fits. The cold cell is the small graph's work from where
+the large one always starts. Measured here: a 1k chain scheduled at 2.4 µs per kernel alone,
+at 3.3-3.4 in a process that also held a live 100k chain (the collection before each run walked
+that one too and pushed the small graph out of the caches) and at 2.2-2.5 there when no
+collection ran in between. The sweep also empties the caches of the interpreter's own hot
+data, which a run reloads once (a 10-kernel chain took some 30 µs longer cold: 0.03 µs per
+kernel at 1k).
 
 Each shape and size is measured in
 a fresh Python process (``--in-process``: all in this one), so the heap left by an earlier graph
@@ -250,13 +253,16 @@ SHAPES: dict[str, Callable[..., tuple[UOp, list[UOp]]]] = {
 
 def run_once(sink: Any, held: list[Any], n: int, plan: bool,
              clock: Callable[[], float] = time.perf_counter,
-             impl: Impl = TOLK) -> tuple[float, float | None]:
+             impl: Impl = TOLK, cold: bool = False) -> tuple[float, float | None]:
     """Seconds for create_schedule and (if `plan`) memory_plan_rewrite, GC off, cold results
-    (tolk's planner's remembered offset assignments are cleared first: every run plans)."""
+    (tolk's planner's remembered offset assignments are cleared first: every run plans);
+    `cold`: the CPU caches emptied right before (`_empty_caches`)."""
     impl.before_run()
     gc.collect()
     gc.disable()
     try:
+        if cold:
+            _empty_caches()
         t0 = clock()
         lin = impl.schedule(sink)
         t1 = clock()
@@ -270,36 +276,47 @@ def run_once(sink: Any, held: list[Any], n: int, plan: bool,
     return t1 - t0, (t2 - t1) if plan else None
 
 
+_sweep: list[bytearray] = []  # `_empty_caches`'s buffer, made on first use
+
+
+def _empty_caches() -> None:
+    """Read one byte of every 64-byte line of a 64 MiB buffer (twice this machine's last-level
+    cache), written once so its pages are its own: what was cached before is evicted."""
+    if not _sweep:
+        _sweep.append(bytearray(b"\x01") * (64 << 20))
+    _sweep[0][::64]  # noqa: B018  (the read is the point)
+
+
 Times = tuple[float, float | None]  # seconds of create_schedule, of memory_plan_rewrite
 
 
 def measure(shape: str, n: int, plan: bool, clock_name: str,
-            impl: Impl = TOLK, beside: int = 0) -> tuple[Times, Times]:
+            impl: Impl = TOLK, cold: bool = False) -> tuple[Times, Times]:
     """``(first, repeats)`` on a fresh `shape` graph of `n` kernels: the graph's first schedule
     (after a warm-up that schedules and plans another graph of the same shape and size
     ``impl.warmups`` times and frees it: the process's one-time costs are paid, the new graph's
-    memory is its own) and the medians of ``impl.repeats[n]`` more. `beside`: first build a
-    graph of that many kernels and keep it alive, never scheduled (see `BESIDE`)."""
+    memory is its own) and the medians of ``impl.repeats[n]`` more; `cold`: every timed run
+    starts from emptied CPU caches (see `COLD`)."""
     clock = getattr(time, clock_name)
     build = SHAPES[shape]
-    kept = build(beside, prefix="beside_", impl=impl) if beside else None  # noqa: F841
     warm, warm_held = build(n, prefix="warm_", impl=impl)  # never the measured graph's nodes
     for _ in range(impl.warmups):
         run_once(warm, warm_held, n, plan, clock, impl)
     del warm, warm_held
     sink, held = build(n, impl=impl)
-    first = run_once(sink, held, n, plan, clock, impl)
-    runs = [run_once(sink, held, n, plan, clock, impl) for _ in range(impl.repeats.get(n, 1))]
+    first = run_once(sink, held, n, plan, clock, impl, cold)
+    runs = [run_once(sink, held, n, plan, clock, impl, cold)
+            for _ in range(impl.repeats.get(n, 1))]
     del sink, held
     sched = statistics.median(r[0] for r in runs)
     return first, (sched, statistics.median(r[1] for r in runs) if plan else None)
 
 
 def _in_worker(shape: str, n: int, plan: bool, clock_name: str,
-               impl: str = "tolk", beside: int = 0) -> tuple[Times, Times]:
+               impl: str = "tolk", cold: bool = False) -> tuple[Times, Times]:
     """`measure` in a fresh Python process: no earlier graph's garbage shapes this one's heap."""
     cmd = [sys.executable, __file__, "--worker", shape, str(n), str(int(plan)), clock_name, impl,
-           str(beside)]
+           str(int(cold))]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{shape} {n}: worker failed:\n{done.stderr}")
@@ -308,9 +325,8 @@ def _in_worker(shape: str, n: int, plan: bool, clock_name: str,
 
 
 Cell = tuple[str, str, int]  # (implementation, shape, kernels)
-BESIDE = "tolk beside"  # the implementation named in cells of tolk's smallest size timed beside
-# a live graph of the largest size (built first, never scheduled): the same work as the
-# smallest size, in a process whose heap and intern table hold as many nodes as the largest
+COLD = "tolk cold"  # the implementation named in cells of tolk's smallest size timed from
+# emptied CPU caches: the small graph's work, starting where the largest graph's always starts
 
 
 class _Plan:
@@ -381,17 +397,17 @@ def main() -> None:
                     help="rounds that measure tinygrad too (the first ones; default 1)")
     ap.add_argument("--peer-budget", type=float, default=60.0,
                     help="skip tinygrad's create_schedule when one run is projected above this (s)")
-    ap.add_argument("--no-beside", action="store_true",
-                    help="do not time the smallest size beside a live graph of the largest")
+    ap.add_argument("--no-cold", action="store_true",
+                    help="do not time the smallest size from emptied CPU caches")
     ap.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     opts = ap.parse_args()
     if opts.rounds < 1 or min(opts.sizes) < 1:
         ap.error("--rounds and every size must be at least 1")
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     if opts.worker:
-        shape, n, plan, clock_name, impl, beside = opts.worker
+        shape, n, plan, clock_name, impl, cold = opts.worker
         print(json.dumps(measure(shape, int(n), plan == "1", clock_name, _impl(impl),
-                                 int(beside))))
+                                 cold == "1")))
         return
 
     sizes = sorted(opts.sizes)
@@ -436,13 +452,13 @@ def main() -> None:
                         t / n * 1e6 if t is not None else None for t in (*first, *repeats)))
                     print(f"  done: round {r + 1}: {impl} {shape} {n}", file=sys.stderr,
                           flush=True)
-            if not opts.no_beside and len(sizes) > 1:  # tolk's smallest size, beside the largest
-                lo, hi = sizes[0], sizes[-1]
-                run = (measure(shape, lo, False, opts.clock, TOLK, hi) if opts.in_process
-                       else _in_worker(shape, lo, False, opts.clock, "tolk", hi))
-                cells.setdefault((BESIDE, shape, lo), []).append(tuple(
+            if not opts.no_cold and len(sizes) > 1:  # tolk's smallest size, from cold caches
+                lo = sizes[0]
+                run = (measure(shape, lo, False, opts.clock, TOLK, True) if opts.in_process
+                       else _in_worker(shape, lo, False, opts.clock, "tolk", True))
+                cells.setdefault((COLD, shape, lo), []).append(tuple(
                     t / lo * 1e6 if t is not None else None for t in (*run[0], *run[1])))
-                print(f"  done: round {r + 1}: tolk {shape} {lo} beside {hi}", file=sys.stderr,
+                print(f"  done: round {r + 1}: tolk {shape} {lo} cold", file=sys.stderr,
                       flush=True)
     _report(cells, opts.shapes, sizes, impls, decide.notes)
 
@@ -503,14 +519,13 @@ def _report(cells: dict[Cell, list[tuple[float | None, ...]]], shapes: list[str]
             print(f"- {shape}: {opt(r)} {verdict} (rounds: "
                   f"{', '.join(f'{x:.2f}' for x in each)}; fastest rounds: {opt(fast)}; "
                   f"memory_plan_rewrite: {opt(m)})")
-    if any(c[0] == BESIDE for c in cells):
-        print(f"\ncreate_schedule at {size(lo)} kernels beside a live {size(hi)}-kernel graph "
-              f"(built first, never scheduled: the {size(lo)} work in a heap the size of the "
-              f"{size(hi)} one's), µs/kernel first / repeats; {size(hi)} over it, median over "
-              "rounds of each round's ratio, first / repeats:")
+    if any(c[0] == COLD for c in cells):
+        print(f"\ncreate_schedule at {size(lo)} kernels from emptied CPU caches (where a "
+              f"{size(hi)}-kernel graph always starts), µs/kernel first / repeats; {size(hi)} "
+              "over it, median over rounds of each round's ratio, first / repeats:")
         for shape in shapes:
-            here = [median_of((BESIDE, shape, lo), k) for k in (0, 2)]
-            over = [ratio("tolk", shape, which, lo, hi, lo_impl=BESIDE)[0] for which in (0, 2)]
+            here = [median_of((COLD, shape, lo), k) for k in (0, 2)]
+            over = [ratio("tolk", shape, which, lo, hi, lo_impl=COLD)[0] for which in (0, 2)]
             print(f"- {shape}: {fmt(here[0])} / {fmt(here[1])} µs/kernel; "
                   f"{size(hi)} over it {opt(over[0])} / {opt(over[1])}")
     if mid in sizes:
