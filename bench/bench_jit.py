@@ -23,7 +23,8 @@ count (µs per kernel):
 overhead = time - tolk numpy op (tolk rows) or time (tinygrad NULL rows, whose kernels do
 no work). Goal: tolk jit replay overhead under 10 µs per kernel. ``gc.collect()`` before and
 the collector off during each timed call; ``--clock process_time`` times CPU time instead of
-wall time (steadier on a loaded machine; everything here is single-threaded).
+wall time (steadier on a loaded machine; everything here is single-threaded, BLAS included:
+one thread unless ``OPENBLAS_NUM_THREADS`` is set).
 
 Run: ``PYTHONPATH=. python bench/bench_jit.py``; the tinygrad columns need tinygrad 0.14.0 in
 that environment (``pip install '.[bench]'``), otherwise they print "not installed".
@@ -40,7 +41,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
+# one BLAS thread, set before numpy's import: nothing here runs BLAS, and the default pool's
+# threads spin for a while after import, which `time.process_time` (every thread) counts
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 os.environ.setdefault("DEV", "NULL")  # tinygrad's default device; must be set before its import
 
