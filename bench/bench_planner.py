@@ -24,6 +24,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+# one BLAS thread, set before numpy's import: nothing here runs BLAS, and the default pool's
+# threads spin for a while after import, which `time.process_time` (every thread) counts
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from tolk.schedule.planner import assign_offsets, find_overlaps, floor_bytes
 

@@ -12,12 +12,16 @@ Run: ``PYTHONPATH=. python bench/bench_uop.py`` (with tinygrad installed for the
 from __future__ import annotations
 
 import gc
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+# one BLAS thread, set before numpy's import: nothing here runs BLAS, and the default pool's
+# threads spin on the other core for a while after import
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 try:
     import tolk  # noqa: F401  (PYTHONPATH or an install wins over the checkout)
 except ImportError:
