@@ -431,6 +431,18 @@ def main() -> None:
     # repeated create_schedule, repeated memory_plan_rewrite)
     cells: dict[Cell, list[tuple[float | None, ...]]] = {}
     decide = _Plan(opts.plan_budget, opts.peer_budget, opts.full)
+    def timed(r: int, impl: str, shape: str, n: int, plan: bool, cold: bool = False) -> Times:
+        """Measure a cell (in a worker unless --in-process), keep its µs per kernel under
+        `impl` (`COLD` for a cold one), and return the repeats' seconds."""
+        first, repeats = (measure(shape, n, plan, opts.clock, _impl(impl), cold)
+                          if opts.in_process else
+                          _in_worker(shape, n, plan, opts.clock, impl, cold))
+        cells.setdefault((COLD if cold else impl, shape, n), []).append(tuple(
+            t / n * 1e6 if t is not None else None for t in (*first, *repeats)))
+        print(f"  done: round {r + 1}: {impl} {shape} {n}{' cold' if cold else ''}",
+              file=sys.stderr, flush=True)
+        return repeats
+
     for r in range(opts.rounds):
         for shape in opts.shapes:
             for impl in impls:
@@ -441,25 +453,12 @@ def main() -> None:
                     run, plan = decide.decide((impl, shape, n), prev)
                     if not run:
                         continue
-                    if opts.in_process:
-                        first, repeats = measure(shape, n, plan, opts.clock, _impl(impl))
-                    else:
-                        first, repeats = _in_worker(shape, n, plan, opts.clock, impl)
+                    repeats = timed(r, impl, shape, n, plan)
                     _grow(prev, "sched", n, repeats[0])
                     if repeats[1] is not None:
                         _grow(prev, "plan", n, repeats[1])
-                    cells.setdefault((impl, shape, n), []).append(tuple(
-                        t / n * 1e6 if t is not None else None for t in (*first, *repeats)))
-                    print(f"  done: round {r + 1}: {impl} {shape} {n}", file=sys.stderr,
-                          flush=True)
             if not opts.no_cold and len(sizes) > 1:  # tolk's smallest size, from cold caches
-                lo = sizes[0]
-                run = (measure(shape, lo, False, opts.clock, TOLK, True) if opts.in_process
-                       else _in_worker(shape, lo, False, opts.clock, "tolk", True))
-                cells.setdefault((COLD, shape, lo), []).append(tuple(
-                    t / lo * 1e6 if t is not None else None for t in (*run[0], *run[1])))
-                print(f"  done: round {r + 1}: tolk {shape} {lo} cold", file=sys.stderr,
-                      flush=True)
+                timed(r, "tolk", shape, sizes[0], False, cold=True)
     _report(cells, opts.shapes, sizes, impls, decide.notes)
 
 
