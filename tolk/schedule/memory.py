@@ -38,22 +38,25 @@ class _Lifetimes:
     lane: dict[UOp, tuple[str, int]] = field(default_factory=dict)
 
 
-def _lifetimes(linear: UOp, plannable) -> _Lifetimes:
+def _lifetimes(linear: UOp, held: set[UOp]) -> _Lifetimes:
+    """The lifetime and lane of every internal BUFFER of `linear` not in `held`."""
     lt = _Lifetimes()
+    first, last = lt.first, lt.last
     copy_bufs: set[UOp] = set()
+    BUFFER = Ops.BUFFER
     for i, call in enumerate(linear.src):
-        is_copy = call.src[0].op is Ops.COPY
-        for a in call.src[1:]:
-            for b in _buffers_of(a):
-                if not plannable(b):
-                    continue
-                lt.first.setdefault(b, i)
-                lt.last[b] = i
-                if is_copy:
-                    copy_bufs.add(b)
+        src = call.src
+        for a in src[1:]:
+            for b in (a,) if a.op is BUFFER else _buffers_of(a):
+                if b.arg[0] < 0 and b not in held:
+                    if b not in first:
+                        first[b] = i
+                    last[b] = i
+                    if src[0].op is Ops.COPY:
+                        copy_bufs.add(b)
     # copies and compute get separate arenas (lanes) so neither waits on the other
-    for b in lt.first:
-        lt.lane[b] = (b.device, 1 if b in copy_bufs else 0)
+    for b in first:
+        lt.lane[b] = (b.arg[1], 1 if b in copy_bufs else 0)
     return lt
 
 
@@ -95,11 +98,22 @@ def _rebuild(linear: UOp, mapping: dict[UOp, UOp]) -> UOp:
             return a.replace(src=tuple(sub(s) for s in a.src))
         return a
 
+    get, MSTACK, MSELECT = mapping.get, Ops.MSTACK, Ops.MSELECT
     calls = []
     for call in linear.src:
-        args = tuple(sub(a) for a in call.src[1:])
-        calls.append(call if args == call.src[1:] else call.replace(src=(call.src[0], *args)))
-    return linear.replace(src=tuple(calls))
+        src = call.src
+        new = None  # the call's sources once one of them changes
+        for j in range(1, len(src)):
+            a = src[j]
+            b = get(a)
+            if b is None and (a.op is MSTACK or a.op is MSELECT):
+                b = sub(a)
+            if b is not None and b is not a:
+                if new is None:
+                    new = list(src)
+                new[j] = b
+        calls.append(call if new is None else UOp(call.op, call.dtype, tuple(new), call.arg))
+    return UOp(linear.op, linear.dtype, tuple(calls), linear.arg)
 
 
 def memory_plan_rewrite(
@@ -118,7 +132,7 @@ def memory_plan_rewrite(
     if linear.op is not Ops.LINEAR:
         raise ValueError(f"memory_plan_rewrite needs a LINEAR, got {linear.short()}")
     held = set(held_bufs)
-    lt = _lifetimes(linear, lambda b: b.arg[0] < 0 and b not in held)
+    lt = _lifetimes(linear, held)
     if not lt.first:
         return linear
     lanes: dict[tuple[str, int], list[UOp]] = {}

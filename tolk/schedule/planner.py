@@ -255,7 +255,10 @@ class _View:
     """Unplaced buffers sorted by one end of their lifetime (`key`), ties by index.
 
     `start[t]` is the first position whose key is >= t. Placed buffers keep their position
-    with score -1 until they are more than 1/_REBUILD_DEAD of the view, then it is rebuilt.
+    with score -1 until they outnumber 1/_REBUILD_DEAD of the view and of the time steps, then
+    it is rebuilt (a rebuild costs time in both, so the rebuilds of one run cost time linear
+    in both). Which view a query scans decides ties (the lowest position in it), so the
+    rebuilds are part of what makes a plan: equal inputs, equal rebuilds, equal plans.
     A long view (over _BLOCKED_VIEW positions) also keeps, per block of _BLOCK positions, a
     bound on its highest score (`block_score`: exact when built, and made exact again by the
     scan that finds it too high) and the lowest and highest other end (`block_other_min`,
@@ -267,15 +270,19 @@ class _View:
         self, ids: np.ndarray, key: np.ndarray, other: np.ndarray, score: np.ndarray, steps: int
     ):
         self.steps = steps
-        self.pos_array = np.zeros(len(ids), dtype=np.int64)
+        pos = np.zeros(len(ids), dtype=np.int64)
+        pos[ids] = np.arange(len(ids))
+        self.pos = pos.tolist()  # by buffer: its position (kept, not updated, once placed)
         self._rebuild(ids, key, other, score)
 
     def _rebuild(self, ids, key, other, score) -> None:
         self.ids, self.key, self.other, self.score = ids, key, other, score
-        self.start = np.searchsorted(key, np.arange(self.steps + 1)).tolist()
+        counts = np.bincount(key, minlength=self.steps + 1)[:self.steps]
+        self.start = [0, *np.cumsum(counts).tolist()]
         self.ids_l, self.other_l, self.score_l = ids.tolist(), other.tolist(), score.tolist()
-        self.pos_array[ids] = np.arange(len(ids))
-        self.pos = self.pos_array.tolist()
+        pos = self.pos
+        for p, i in enumerate(self.ids_l):
+            pos[i] = p
         self.dead = 0
         self.blocked = len(ids) > _BLOCKED_VIEW
         if self.blocked:
@@ -290,7 +297,7 @@ class _View:
         self.score[p] = -1.0
         self.score_l[p] = -1.0
         self.dead += 1
-        if self.dead * _REBUILD_DEAD > len(self.ids_l) + 64:
+        if self.dead * _REBUILD_DEAD > len(self.ids_l) + (self.steps >> 2) + 64:
             live = self.score >= 0
             self._rebuild(self.ids[live], self.key[live], self.other[live], self.score[live])
 
@@ -403,8 +410,9 @@ def _skyline(prob: _Problem, score: list[float]) -> tuple[list[int], int]:
     sizes, first, last = prob.sizes, prob.first, prob.last
     offsets = [0] * len(sizes)
     left = len(sizes)
+    width = sky.width
     while left:
-        h, s = heapq.heappop(sky.heap)
+        h, s = divmod(heapq.heappop(sky.heap), width)
         e = sky.end[s]
         if e < 0 or sky.height[s] != h:
             continue  # stale heap entry
@@ -424,21 +432,22 @@ class _Sky:
 
     Invariant: segments partition the steps; `end[s]` is the last step of the segment
     starting at s (-1 when s starts none), `height[s]` its height, `start_of[e]` the start
-    of the segment ending at e; neighbours differ in height; the heap holds (height, start)
-    of every segment, plus stale entries.
+    of the segment ending at e; neighbours differ in height; the heap holds every segment as
+    the number ``height * width + start`` (ordered as the pair, compared as one int), plus
+    stale entries.
     """
 
     def __init__(self, steps: int):
-        self.steps = steps
+        self.steps, self.width = steps, steps + 1
         self.end = [-1] * (steps + 1)
         self.height = [0] * (steps + 1)
         self.start_of = [-1] * (steps + 1)
         self.end[0], self.start_of[steps - 1] = steps - 1, 0
-        self.heap = [(0, 0)]
+        self.heap = [0]
 
     def _set(self, s: int, e: int, h: int) -> None:
         self.end[s], self.start_of[e], self.height[s] = e, s, h
-        heapq.heappush(self.heap, (h, s))
+        heapq.heappush(self.heap, h * self.width + s)
 
     def place(self, s: int, e: int, f: int, l: int, top: int) -> None:
         """Cover steps [f, l] of segment [s, e] with a buffer reaching height `top`."""
