@@ -105,15 +105,16 @@ def _split_after(after: UOp) -> tuple[list[UOp], list[UOp]]:
     return kernels, deps
 
 
-def _storage(arg: UOp) -> UOp:
+def _storage(arg: UOp, base: list[UOp | None]) -> UOp:
     """The storage a kernel argument lives in: BUFFER, PARAM, or MSTACK/MSELECT of them.
 
-    Every AFTER it reaches has been met by the running `create_schedule` pass, which left the
-    AFTER's storage in its scratch (`_schedule_pass`); joins are rebuilt over the storage of
-    their parts, bottom up without recursion."""
+    Every AFTER it reaches has been met by the running `create_schedule` pass, which numbered
+    the AFTER's state in its scratch and keeps the state's storage in `base` by that number
+    (`_schedule_pass`); joins are rebuilt over the storage of their parts, bottom up without
+    recursion."""
     s = _unwrap(arg)
     if s.op is Ops.AFTER:
-        return s._scratch[1]
+        return base[s._scratch]
     if s.op is not Ops.MSTACK and s.op is not Ops.MSELECT:
         return s
     out: dict[UOp, UOp] = {}
@@ -123,7 +124,7 @@ def _storage(arg: UOp) -> UOp:
         elif n.op in _WRAPPERS:
             out[n] = out[n.src[0]]
         elif n.op is Ops.AFTER:
-            out[n] = n._scratch[1]
+            out[n] = base[n._scratch]
         else:
             out[n] = _unwrap(n)  # a state, or an argument of the wrong kind: raises
     return out[s]
@@ -172,19 +173,20 @@ def create_schedule(sched_sink: UOp) -> UOp:
 
 def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
     """`create_schedule`'s pass, its scratch on the nodes (`scratch_pass`): on each node the
-    walk enters, None; on a kernel, its number (first come, first numbered); on an AFTER, its
-    (writer numbers, storage, state number); on a BUFFER or PARAM read or overwritten, its
-    state number. Kernels and states are numbered so what the pass keeps of them lives in
-    dense lists, in walk order."""
+    walk enters, None; on a kernel, its number (first come, first numbered); on an AFTER, and
+    on a BUFFER or PARAM read or overwritten, its state number. Kernels and states are numbered
+    so what the pass keeps of them lives in dense lists, in walk order; a set of kernel numbers
+    is None, one number, or a list of several (one kernel is the common case: no container)."""
     AFTER, BIND, BUFFER, CALL, PARAM = Ops.AFTER, Ops.BIND, Ops.BUFFER, Ops.CALL, Ops.PARAM
     LINEAR, SINK = Ops.LINEAR, Ops.SINK
     calls: list[UOp] = []  # by kernel number: the CALL the LINEAR emits for the kernel
     in_degree: list[int] = []
-    # by kernel number: the kernels that wait for it, None, one number, or a list of them
-    children: list[int | list[int] | None] = []
-    # by state number: the AFTERs superseding it, None, one state number, or a list of them
-    supersede: list[int | list[int] | None] = []
-    writers: list[list[int] | None] = []  # by state number: an AFTER's new writers
+    children: list[int | list[int] | None] = []  # by kernel number: the kernels waiting for it
+    # by state number (AFTERs, and BUFFERs and PARAMs read or overwritten):
+    supersede: list[int | list[int] | None] = []  # the AFTERs superseding it
+    writers: list[int | list[int] | None] = []  # an AFTER's new writers
+    kernels: list[int | list[int] | None] = []  # an AFTER's kernels
+    base: list[UOp | None] = []  # an AFTER's storage
     # (AFTER's state, kernel, a state it reads) per read, flat: no container per kernel
     reads: list[int] = []
     # Every AFTER once, after everything it reaches: an iterative depth-first walk that does not
@@ -213,7 +215,7 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                 ks, deps = (src[1],), None
             else:
                 ks, deps = _split_after(u)
-            nums = []
+            nums: int | list[int] = []
             for k in ks:
                 i = k._scratch
                 if i is None:
@@ -221,28 +223,29 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                     in_degree.append(0)
                     children.append(None)
                 nums.append(i)
+            if len(nums) == 1:
+                nums = nums[0]
             # the state this AFTER supersedes, and which of its kernels are new writers
             prev = src[0]
             if prev.op is not AFTER and prev.op is not BUFFER and prev.op is not PARAM:
                 prev = _unwrap(prev)
             if prev.op is AFTER:
-                prev_nums, base, p = prev._scratch
-                new_writers = nums  # shared while no kernel of the join was a writer before
-                for w in nums:
-                    if w in prev_nums:
-                        new_writers = [w for w in nums if w not in prev_nums]
-                        break
+                p = prev._scratch
+                new_writers = _new_writers(nums, kernels[p])
+                storage = base[p]
             else:
                 new_writers = nums
-                base = prev if prev.op is BUFFER or prev.op is PARAM else _storage(prev)
-                p = _state_number(prev, tok, supersede, writers)
-            me = len(supersede)
+                storage = prev if prev.op is BUFFER or prev.op is PARAM else _storage(prev, base)
+                p = _state_number(prev, tok, supersede, writers, kernels, base)
+            me = u._scratch = len(supersede)
             supersede.append(None)
             writers.append(new_writers)
-            u._scratch = (nums, base, me)
+            kernels.append(nums)
+            base.append(storage)
             _add_number(supersede, p, me)
             dep_states = [st for d in deps for st in _states(d)] if deps else None
-            for k, i in zip(ks, nums):
+            for k in ks:
+                i = k._scratch
                 call = k if k.op is CALL else _kernel_call(k)
                 args: list[UOp] = []  # the call's arguments unwrapped to their storage
                 after: list[UOp] = []  # the AFTERs among the states it reads
@@ -250,24 +253,25 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                 for a in call.src[1:]:
                     op = a.op
                     if op is AFTER:
-                        nums_base_state = a._scratch
-                        reads += (me, i, nums_base_state[2])
-                        args.append(nums_base_state[1])
+                        st = a._scratch
+                        reads += (me, i, st)
+                        args.append(base[st])
                         after.append(a)
                         unwrapped = True
                     elif op is BUFFER or op is PARAM:
-                        reads += (me, i, _state_number(a, tok, supersede, writers))
+                        reads += (me, i, _state_number(a, tok, supersede, writers, kernels, base))
                         args.append(a)
                     elif op is BIND:
                         args.append(a)
                     else:
                         for st in _states(a):
                             if st.op is AFTER:
-                                reads += (me, i, st._scratch[2])
+                                reads += (me, i, st._scratch)
                                 after.append(st)
                             else:
-                                reads += (me, i, _state_number(st, tok, supersede, writers))
-                        storage = _storage(a)
+                                reads += (me, i, _state_number(st, tok, supersede, writers,
+                                                               kernels, base))
+                        storage = _storage(a, base)
                         args.append(storage)
                         unwrapped = unwrapped or storage is not a
                 if i == len(calls):  # built once, here, while its nodes are at hand; a call
@@ -281,9 +285,14 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                 n = 0
                 for st in after:
                     if st.op is AFTER:  # read-after-write
-                        for t in st._scratch[0]:
-                            _add_number(children, t, i)
+                        ts = kernels[st._scratch]
+                        if ts.__class__ is int:
+                            _add_number(children, ts, i)
                             n += 1
+                        else:
+                            for t in ts:
+                                _add_number(children, t, i)
+                            n += len(ts)
                 in_degree[i] += n
     it = iter(reads)
     for me, i, s in zip(it, it, it):  # write-after-read
@@ -293,7 +302,8 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
         for a in (sup,) if sup.__class__ is int else sup:
             if a == me:
                 continue
-            for t in writers[a]:
+            ws = writers[a]
+            for t in (ws,) if ws.__class__ is int else ws:
                 if t != i:
                     _add_number(children, i, t)
                     in_degree[t] += 1
@@ -302,6 +312,19 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
         k = calls[_on_cycle(children, in_degree)]
         raise CycleError(f"dependency cycle in the kernel graph through {describe_kernel(k)}")
     return UOp(Ops.LINEAR, src=tuple(map(calls.__getitem__, order)))
+
+
+def _new_writers(nums: int | list[int], before: int | list[int] | None) -> int | list[int]:
+    """The kernels of a join (`nums`) that were not already writers of the state it supersedes
+    (`before`: that AFTER's kernels): those are ordering, not writes."""
+    if before is None:
+        return nums
+    old = (before,) if before.__class__ is int else before
+    if nums.__class__ is int:
+        return [] if nums in old else nums
+    if any(w in old for w in nums):
+        return [w for w in nums if w not in old]
+    return nums
 
 
 def _add_number(slots: list, at: int, n: int) -> None:
@@ -316,15 +339,18 @@ def _add_number(slots: list, at: int, n: int) -> None:
         have.append(n)
 
 
-def _state_number(s: UOp, tok: object, supersede: list, writers: list) -> int:
+def _state_number(s: UOp, tok: object, supersede: list, writers: list, kernels: list,
+                  base: list) -> int:
     """The number of BUFFER or PARAM state `s` in `create_schedule`'s pass `tok`, given (with
-    a slot in `supersede` and in `writers`) when first asked for."""
+    a slot in each of the pass's lists by state) when first asked for."""
     if s._mark is not tok:
         s._mark, s._scratch = tok, None
     if s._scratch is None:
         s._scratch = len(supersede)
         supersede.append(None)
         writers.append(None)
+        kernels.append(None)
+        base.append(None)
     return s._scratch
 
 
