@@ -263,7 +263,9 @@ class _View:
     bound on its highest score (`block_score`: exact when built, and made exact again by the
     scan that finds it too high) and the lowest and highest other end (`block_other_min`,
     `block_other_max`, placed buffers included), so that a scan whose every candidate fits
-    reads one entry per whole block (`_scan_blocks`).
+    reads one entry per whole block (`_scan_blocks`). Every view keeps the extremes of the
+    other end over all its positions (`other_min`, `other_max`): a scan whose bound lies
+    beyond them knows without a look that every position fits.
     """
 
     def __init__(
@@ -284,6 +286,8 @@ class _View:
         for p, i in enumerate(self.ids_l):
             pos[i] = p
         self.dead = 0
+        self.other_min = int(other.min()) if len(ids) else 0
+        self.other_max = int(other.max()) if len(ids) else 0
         self.blocked = len(ids) > _BLOCKED_VIEW
         if self.blocked:
             pad = -len(ids) % _BLOCK
@@ -345,6 +349,9 @@ def _scan(v: _View, lo: int, hi: int, bound: int, at_most: bool) -> int:
         if found is not None:
             return found
     if hi - lo > _NUMPY_SCAN:
+        if bound >= v.other_max if at_most else bound <= v.other_min:  # every position fits
+            k = lo + int(v.score[lo:hi].argmax())
+            return v.ids_l[k] if v.score_l[k] >= 0 else -1
         other = v.other[lo:hi]
         ok = other <= bound if at_most else other >= bound
         w = np.where(ok, v.score[lo:hi], -1.0)
@@ -367,33 +374,38 @@ def _scan_blocks(v: _View, lo: int, hi: int, bound: int, at_most: bool) -> int |
     b0, b1 = -(-lo // _BLOCK), hi // _BLOCK  # the whole blocks [b0, b1)
     mid0, mid1 = b0 * _BLOCK, b1 * _BLOCK
     other = v.other
-    if at_most:
-        fits = (v.block_other_max[b0:b1].max() <= bound and (lo == mid0 or other[lo:mid0].max()
-                <= bound) and (mid1 == hi or other[mid1:hi].max() <= bound))
+    if at_most:  # the view's own extreme settles it without a look at the range, often
+        fits = bound >= v.other_max or (
+            v.block_other_max[b0:b1].max() <= bound
+            and (lo == mid0 or other[lo:mid0].max() <= bound)
+            and (mid1 == hi or other[mid1:hi].max() <= bound))
     else:
-        fits = (v.block_other_min[b0:b1].min() >= bound and (lo == mid0 or other[lo:mid0].min()
-                >= bound) and (mid1 == hi or other[mid1:hi].min() >= bound))
+        fits = bound <= v.other_min or (
+            v.block_other_min[b0:b1].min() >= bound
+            and (lo == mid0 or other[lo:mid0].min() >= bound)
+            and (mid1 == hi or other[mid1:hi].min() >= bound))
     if not fits:
         return None
-    score = v.score
+    score, score_l = v.score, v.score_l  # the array for whole ranges, the list for one entry
     best, at = -1.0, -1
     if lo < mid0:
-        k = int(score[lo:mid0].argmax())
-        best, at = float(score[lo + k]), lo + k
+        at = lo + int(score[lo:mid0].argmax())
+        best = score_l[at]
     bound_of = v.block_score
     while True:  # the first block of the highest bound, until that bound is its true maximum
         kb = b0 + int(bound_of[b0:b1].argmax())
         start = kb * _BLOCK
         k = start + int(score[start:start + _BLOCK].argmax())
-        if not score[k] < bound_of[kb]:  # exact (a NaN could never be corrected: stop too)
+        top = score_l[k]
+        if not top < float(bound_of[kb]):  # exact (a NaN could never be corrected: stop too)
             break
-        bound_of[kb] = score[k]
-    if score[k] > best:
-        best, at = float(score[k]), k
+        bound_of[kb] = top
+    if top > best:
+        best, at = top, k
     if mid1 < hi:
-        k = int(score[mid1:hi].argmax())
-        if score[mid1 + k] > best:
-            best, at = float(score[mid1 + k]), mid1 + k
+        k = mid1 + int(score[mid1:hi].argmax())
+        if score_l[k] > best:
+            best, at = score_l[k], k
     return v.ids_l[at] if best >= 0 else -1
 
 
