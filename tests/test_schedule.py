@@ -519,6 +519,18 @@ def test_copy_buffers_get_their_own_lane():
 
 
 
+def test_the_floor_of_an_unplanned_schedule_counts_lanes_as_the_planner_does():
+    # b is made by a kernel, then copied out: the planner gives it the copy lane, apart from c,
+    # so no plan takes less than both; in one lane with c the floor would be the larger alone
+    b, c = UOp.internal_buffer(F32, 64), UOp.internal_buffer(F32, 128)
+    copy_call = UOp(Ops.CALL, dtypes.void, (UOp(Ops.COPY, dtypes.void, (), "CPU"), buf(64), b))
+    lin = UOp(Ops.LINEAR, src=(kernel("make", b), copy_call, kernel("other", c),
+                               kernel("use", buf(60), c)))
+    planned = memory_plan_rewrite(lin)
+    assert linear_stats(planned).arena_total == (64 + 128) * 4
+    assert linear_stats(lin).floor_bytes == linear_stats(planned).floor_bytes == (64 + 128) * 4
+
+
 def test_each_device_gets_its_own_arena():
     a = UOp.internal_buffer(F32, 64, "CPU:1")
     b = UOp.internal_buffer(F32, 64, "CPU:2")

@@ -186,12 +186,13 @@ def linear_stats(linear: UOp, held_bufs: Iterable[UOp] = ()) -> LinearStats:
                     arenas[b.src[0]] = None
                     key = (b.src[0],)
                 elif b.arg[0] < 0 and b not in held:
-                    key = (b.device, call.src[0].op is Ops.COPY)
+                    # the planner's lanes: a buffer any COPY names is in its device's copy lane
+                    key = (b.device, call.src[0].op is Ops.COPY or lane.get(b, (0, False))[1])
                 else:
                     continue
                 first.setdefault(b, i)
                 last[b] = i
-                lane.setdefault(b, key)
+                lane[b] = key
     arena_bytes: dict[str, int] = {}
     for ar in arenas:
         arena_bytes[ar.device] = arena_bytes.get(ar.device, 0) + ar.size
