@@ -20,12 +20,13 @@ from tolk.uop.ops import Ops, UOp, fresh_internal_buffer_slot
 ALIGNMENT = 256
 
 
-def _buffers_of(arg: UOp) -> list[UOp]:
-    """The BUFFERs an argument names, looking through MSTACK/MSELECT."""
-    if arg.op is Ops.BUFFER:
+def _buffers_of(arg: UOp, op: Ops = Ops.BUFFER) -> list[UOp]:
+    """The BUFFERs (or the nodes of another `op`: SLICEs) an argument names, looking through
+    MSTACK/MSELECT."""
+    if arg.op is op:
         return [arg]
     if arg.op in (Ops.MSTACK, Ops.MSELECT):
-        return [b for s in arg.src for b in _buffers_of(s)]
+        return [b for s in arg.src for b in _buffers_of(s, op)]
     return []
 
 
@@ -35,7 +36,8 @@ class _Lifetimes:
 
     first: dict[UOp, int] = field(default_factory=dict)
     last: dict[UOp, int] = field(default_factory=dict)
-    lane: dict[UOp, tuple[str, int]] = field(default_factory=dict)
+    # (device, 1 in the copy lane else 0); linear_stats adds planned SLICEs as (arena,)
+    lane: dict[UOp, tuple] = field(default_factory=dict)
 
 
 def _lifetimes(linear: UOp, held: set[UOp]) -> _Lifetimes:
@@ -45,18 +47,18 @@ def _lifetimes(linear: UOp, held: set[UOp]) -> _Lifetimes:
     copy_bufs: set[UOp] = set()
     BUFFER = Ops.BUFFER
     for i, call in enumerate(linear.src):
-        src = call.src
-        for a in src[1:]:
+        is_copy = call.src[0].op is Ops.COPY
+        for a in call.src[1:]:
             for b in (a,) if a.op is BUFFER else _buffers_of(a):
                 if b.arg[0] < 0 and b not in held:
                     if b not in first:
                         first[b] = i
                     last[b] = i
-                    if src[0].op is Ops.COPY:
+                    if is_copy:
                         copy_bufs.add(b)
     # copies and compute get separate arenas (lanes) so neither waits on the other
     for b in first:
-        lt.lane[b] = (b.arg[1], 1 if b in copy_bufs else 0)
+        lt.lane[b] = (b.device, 1 if b in copy_bufs else 0)
     return lt
 
 
@@ -174,25 +176,16 @@ class LinearStats:
 
 def linear_stats(linear: UOp, held_bufs: Iterable[UOp] = ()) -> LinearStats:
     """Calls, planned arena bytes per device, bytes without planning, and the floor."""
-    held = set(held_bufs)
+    lt = _lifetimes(linear, set(held_bufs))  # buffers still to plan, in the planner's lanes
+    first, last, lane = lt.first, lt.last, lt.lane
     arenas: dict[UOp, None] = {}
-    first: dict[UOp, int] = {}
-    last: dict[UOp, int] = {}
-    lane: dict[UOp, tuple] = {}
-    for i, call in enumerate(linear.src):
+    for i, call in enumerate(linear.src):  # views already planned: a lane per arena
         for a in call.src[1:]:
-            for b in _views_of(a):
-                if b.op is Ops.SLICE:
-                    arenas[b.src[0]] = None
-                    key = (b.src[0],)
-                elif b.arg[0] < 0 and b not in held:
-                    # the planner's lanes: a buffer any COPY names is in its device's copy lane
-                    key = (b.device, call.src[0].op is Ops.COPY or lane.get(b, (0, False))[1])
-                else:
-                    continue
-                first.setdefault(b, i)
-                last[b] = i
-                lane[b] = key
+            for v in _buffers_of(a, Ops.SLICE):
+                arenas[v.src[0]] = None
+                first.setdefault(v, i)
+                last[v] = i
+                lane[v] = (v.src[0],)
     arena_bytes: dict[str, int] = {}
     for ar in arenas:
         arena_bytes[ar.device] = arena_bytes.get(ar.device, 0) + ar.size
@@ -206,14 +199,6 @@ def linear_stats(linear: UOp, held_bufs: Iterable[UOp] = ()) -> LinearStats:
     )
     unplanned = sum(_nbytes(b) for b in first)
     return LinearStats(len(linear.src), arena_bytes, unplanned, floor)
-
-
-def _views_of(arg: UOp) -> list[UOp]:
-    if arg.op in (Ops.BUFFER, Ops.SLICE):
-        return [arg]
-    if arg.op in (Ops.MSTACK, Ops.MSELECT):
-        return [b for s in arg.src for b in _views_of(s)]
-    return []
 
 
 def _nbytes(b: UOp) -> int:
