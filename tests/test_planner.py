@@ -292,3 +292,19 @@ def test_plans_with_and_without_block_maxima_are_equal(monkeypatch):
     blocked = assign_offsets(sizes, firsts, lasts)
     monkeypatch.setattr(P, "_BLOCKED_VIEW", 10 * n)
     assert assign_offsets(sizes, firsts, lasts) == blocked
+
+
+def test_a_skyline_rebuilds_its_views_a_number_of_times_bounded_by_buffers_over_steps(monkeypatch):
+    # a rebuild costs time in the view's buffers and in the time steps: each one after a view's
+    # first waits for a quarter of both to be placed, so a view of n buffers over `steps` time
+    # steps is rebuilt at most 16 n / steps + 1 times, and a run's rebuilds cost linear time
+    from tolk.schedule import planner as P
+
+    rebuilds = []
+    real = P._View._rebuild
+    monkeypatch.setattr(P._View, "_rebuild", lambda self, *a: rebuilds.append(1) or real(self, *a))
+    n = 20_000
+    prob = P._Problem.build([1 + i % 7 for i in range(n)], list(range(n)), [i + 1 for i in range(n)])
+    offsets, _ = P._skyline(prob, [float(s * l) for s, l in zip(prob.sizes, prob.length)])
+    assert find_overlaps(prob.sizes, prob.first, prob.last, offsets) == []
+    assert len(rebuilds) <= 2 * (16 * n // prob.steps + 1)
