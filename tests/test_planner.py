@@ -302,7 +302,8 @@ def test_a_skyline_rebuilds_its_views_a_number_of_times_bounded_by_buffers_over_
 
     rebuilds = []
     real = P._View._rebuild
-    monkeypatch.setattr(P._View, "_rebuild", lambda self, *a: rebuilds.append(1) or real(self, *a))
+    monkeypatch.setattr(P._View, "_rebuild",
+                        lambda self, *a: rebuilds.append(1) or real(self, *a))
     n = 20_000
     prob = P._Problem.build([1 + i % 7 for i in range(n)], list(range(n)), [i + 1 for i in range(n)])
     offsets, _ = P._skyline(prob, [float(s * l) for s, l in zip(prob.sizes, prob.length)])
