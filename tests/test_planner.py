@@ -305,7 +305,8 @@ def test_a_skyline_rebuilds_its_views_a_number_of_times_bounded_by_buffers_over_
     monkeypatch.setattr(P._View, "_rebuild",
                         lambda self, *a: rebuilds.append(1) or real(self, *a))
     n = 20_000
-    prob = P._Problem.build([1 + i % 7 for i in range(n)], list(range(n)), [i + 1 for i in range(n)])
+    firsts, lasts = list(range(n)), [i + 1 for i in range(n)]
+    prob = P._Problem.build([1 + i % 7 for i in range(n)], firsts, lasts)
     offsets, _ = P._skyline(prob, [float(s * l) for s, l in zip(prob.sizes, prob.length)])
     assert find_overlaps(prob.sizes, prob.first, prob.last, offsets) == []
     assert len(rebuilds) <= 2 * (16 * n // prob.steps + 1)
