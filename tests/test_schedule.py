@@ -518,7 +518,6 @@ def test_copy_buffers_get_their_own_lane():
     assert arg_arena[2][0] is arg_arena[2][1]  # both ends of the copy share the copy lane
 
 
-
 def test_the_floor_of_an_unplanned_schedule_counts_lanes_as_the_planner_does():
     # b is made by a kernel, then copied out: the planner gives it the copy lane, apart from c,
     # so no plan takes less than both; in one lane with c the floor would be the larger alone
