@@ -470,6 +470,10 @@ def _tinygrad_version() -> str:
         return "(version unknown)"
 
 
+def _verdict(ratio: float | None) -> str:
+    return "n/a" if ratio is None else "ok" if ratio <= SCALING_GOAL else "MISSED"
+
+
 def _report(cells: dict[Cell, list[tuple[float | None, ...]]], shapes: list[str],
             sizes: list[int], impls: list[str], notes: list[str]) -> None:
     def median_of(cell: Cell, which: int) -> float | None:
@@ -509,15 +513,15 @@ def _report(cells: dict[Cell, list[tuple[float | None, ...]]], shapes: list[str]
     size = lambda n: f"{n // 1000}k" if n % 1000 == 0 else str(n)  # noqa: E731
     for which, label in ((0, "first schedule"), (2, "repeats")):
         print(f"\ncreate_schedule per-kernel ratio {size(hi)}/{size(lo)}, {label} "
-              f"(goal <= {SCALING_GOAL}; median over rounds of each round's ratio):")
+              f"(goal <= {SCALING_GOAL}; median over rounds of each round's ratio), and "
+              "memory_plan_rewrite's (the same goal):")
         for shape in shapes:
             r, each = ratio("tolk", shape, which, lo, hi)
             m, _ = ratio("tolk", shape, which + 1, lo, hi)
             fast = fastest_ratio("tolk", shape, which, lo, hi)
-            verdict = "n/a" if r is None else "ok" if r <= SCALING_GOAL else "MISSED"
-            print(f"- {shape}: {opt(r)} {verdict} (rounds: "
-                  f"{', '.join(f'{x:.2f}' for x in each)}; fastest rounds: {opt(fast)}; "
-                  f"memory_plan_rewrite: {opt(m)})")
+            print(f"- {shape}: {opt(r)} {_verdict(r)} (rounds: "
+                  f"{', '.join(f'{x:.2f}' for x in each)}; fastest rounds: {opt(fast)}); "
+                  f"memory_plan_rewrite: {opt(m)} {_verdict(m)}")
     if any(c[0] == COLD for c in cells):
         print(f"\ncreate_schedule at {size(lo)} kernels from emptied CPU caches (where a "
               f"{size(hi)}-kernel graph always starts), µs/kernel first / repeats; {size(hi)} "
