@@ -314,11 +314,9 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
     return UOp(Ops.LINEAR, src=tuple(map(calls.__getitem__, order)))
 
 
-def _new_writers(nums: int | list[int], before: int | list[int] | None) -> int | list[int]:
+def _new_writers(nums: int | list[int], before: int | list[int]) -> int | list[int]:
     """The kernels of a join (`nums`) that were not already writers of the state it supersedes
     (`before`: that AFTER's kernels): those are ordering, not writes."""
-    if before is None:
-        return nums
     old = (before,) if before.__class__ is int else before
     if nums.__class__ is int:
         return [] if nums in old else nums

@@ -107,10 +107,8 @@ def _rebuild(linear: UOp, mapping: dict[UOp, UOp]) -> UOp:
         new = None  # the call's sources once one of them changes
         for j in range(1, len(src)):
             a = src[j]
-            b = get(a)
-            if b is None and (a.op is MSTACK or a.op is MSELECT):
-                b = sub(a)
-            if b is not None and b is not a:
+            b = sub(a) if a.op is MSTACK or a.op is MSELECT else get(a, a)
+            if b is not a:
                 if new is None:
                     new = list(src)
                 new[j] = b
