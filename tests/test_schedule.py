@@ -518,6 +518,87 @@ def test_copy_buffers_get_their_own_lane():
     assert arg_arena[2][0] is arg_arena[2][1]  # both ends of the copy share the copy lane
 
 
+def _slices(planned: UOp) -> list[list]:
+    """Each call's args with a SLICE as (arena size, offset, bytes), also inside MSTACK and
+    MSELECT: a plan, arena slots aside."""
+    def arg(a: UOp):
+        if a.op is Ops.SLICE:
+            return (a.src[0].size, *a.arg)
+        if a.op in (Ops.MSTACK, Ops.MSELECT):
+            return (a.op, a.arg, *map(arg, a.src))
+        return a
+    return [[arg(a) for a in c.src[1:]] for c in planned.src]
+
+
+def mixed_linear():
+    """Internal buffers named directly, through MSTACK and MSELECT, by a COPY, beside held and
+    user buffers."""
+    t = [UOp.internal_buffer(F32, 32 * (i + 1)) for i in range(6)]
+    stack = UOp(Ops.MSTACK, F32, (t[1], t[2]))
+    copy_call = UOp(Ops.CALL, dtypes.void, (UOp(Ops.COPY, dtypes.void, (), "CPU"), t[4], t[3]))
+    lin = UOp(Ops.LINEAR, src=(
+        kernel("a", t[0], buf(70)), kernel("b", stack, t[0]), kernel("c", t[3], stack),
+        copy_call, kernel("d", t[5], UOp(Ops.MSELECT, F32, (stack,), 1), t[4]),
+        kernel("e", buf(71), t[5], t[0])))
+    return lin, t
+
+
+def test_a_plan_made_inside_another_leaves_the_outer_one_right(monkeypatch):
+    # memory_plan_rewrite keeps its buffers' numbers on the nodes; a plan of the same schedule
+    # made inside it (by a finalizer, say) overwrites them: the outer one runs again
+    import tolk.schedule.memory as memory
+    from tolk.uop.ops import _scratch_passes
+
+    lin, t = mixed_linear()
+    want = _slices(memory_plan_rewrite(lin, held_bufs=[t[2]]))
+    inner: list = []
+    original = memory._plan
+
+    def plan(*args):
+        if not inner:
+            inner.append(None)
+            inner[0] = _slices(memory_plan_rewrite(lin, held_bufs=[t[2]]))
+        return original(*args)
+
+    monkeypatch.setattr(memory, "_plan", plan)
+    before = _scratch_passes[0]
+    got = memory_plan_rewrite(lin, held_bufs=[t[2]])
+    assert _slices(got) == want and inner == [want]
+    assert _scratch_passes[0] - before == 3  # outer, inner, outer again
+    assert t[2] in [a for c in got.src for a in c.src[1:] for a in (a, *a.src)]
+
+
+def test_plans_from_many_threads_match_one_thread():
+    import threading
+
+    lins = [mixed_linear() for _ in range(3)]
+    want = [_slices(memory_plan_rewrite(lin, held_bufs=[t[k]])) for k, (lin, t) in enumerate(lins)]
+    want_stats = [linear_stats(lin) for lin, _ in lins]
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    errors: list = []
+
+    def work(j):
+        try:
+            for r in range(40):
+                k = (j + r) % 3
+                lin, t = lins[k]
+                assert _slices(memory_plan_rewrite(lin, held_bufs=[t[k]])) == want[k]
+                assert linear_stats(lin) == want_stats[k]
+        except BaseException as e:  # noqa: BLE001 (reported by the main thread)
+            errors.append(e)
+
+    try:
+        threads = [threading.Thread(target=work, args=(j,)) for j in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(60)
+    finally:
+        sys.setswitchinterval(old)
+    assert not errors, errors[0]
+
+
 def test_the_floor_of_an_unplanned_schedule_counts_lanes_as_the_planner_does():
     # b is made by a kernel, then copied out: the planner gives it the copy lane, apart from c,
     # so no plan takes less than both; in one lane with c the floor would be the larger alone

@@ -10,12 +10,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tolk.dtype import dtypes
 from tolk.helpers import NO_MEMORY_PLANNER
 from tolk.schedule.planner import Plan, assign_offsets, floor_bytes
-from tolk.uop.ops import Ops, UOp, fresh_internal_buffer_slot
+from tolk.uop.ops import Ops, UOp, fresh_internal_buffer_slot, scratch_pass
 
 ALIGNMENT = 256
 
@@ -28,38 +28,6 @@ def _buffers_of(arg: UOp, op: Ops = Ops.BUFFER) -> list[UOp]:
     if arg.op in (Ops.MSTACK, Ops.MSELECT):
         return [b for s in arg.src for b in _buffers_of(s, op)]
     return []
-
-
-@dataclass
-class _Lifetimes:
-    """Invariant: first[b] <= last[b]; both are call indices (inclusive)."""
-
-    first: dict[UOp, int] = field(default_factory=dict)
-    last: dict[UOp, int] = field(default_factory=dict)
-    # (device, 1 in the copy lane else 0); linear_stats adds planned SLICEs as (arena,)
-    lane: dict[UOp, tuple] = field(default_factory=dict)
-
-
-def _lifetimes(linear: UOp, held: set[UOp]) -> _Lifetimes:
-    """The lifetime and lane of every internal BUFFER of `linear` not in `held`."""
-    lt = _Lifetimes()
-    first, last = lt.first, lt.last
-    copy_bufs: set[UOp] = set()
-    BUFFER = Ops.BUFFER
-    for i, call in enumerate(linear.src):
-        is_copy = call.src[0].op is Ops.COPY
-        for a in call.src[1:]:
-            for b in (a,) if a.op is BUFFER else _buffers_of(a):
-                if b.arg[0] < 0 and b not in held:
-                    if b not in first:
-                        first[b] = i
-                    last[b] = i
-                    if is_copy:
-                        copy_bufs.add(b)
-    # copies and compute get separate arenas (lanes) so neither waits on the other
-    for b in first:
-        lt.lane[b] = (b.device, 1 if b in copy_bufs else 0)
-    return lt
 
 
 _plans: OrderedDict[tuple, Plan] = OrderedDict()
@@ -90,32 +58,6 @@ def plan_cache_clear() -> None:
         _plans.clear()
 
 
-def _rebuild(linear: UOp, mapping: dict[UOp, UOp]) -> UOp:
-    """The LINEAR with buffer args (also inside MSTACK/MSELECT) replaced; kernel ASTs untouched."""
-
-    def sub(a: UOp) -> UOp:
-        if a in mapping:
-            return mapping[a]
-        if a.op in (Ops.MSTACK, Ops.MSELECT):
-            return a.replace(src=tuple(sub(s) for s in a.src))
-        return a
-
-    get, MSTACK, MSELECT = mapping.get, Ops.MSTACK, Ops.MSELECT
-    calls = []
-    for call in linear.src:
-        src = call.src
-        new = None  # the call's sources once one of them changes
-        for j in range(1, len(src)):
-            a = src[j]
-            b = sub(a) if a.op is MSTACK or a.op is MSELECT else get(a, a)
-            if b is not a:
-                if new is None:
-                    new = list(src)
-                new[j] = b
-        calls.append(call if new is None else UOp(call.op, call.dtype, tuple(new), call.arg))
-    return UOp(linear.op, linear.dtype, tuple(calls), linear.arg)
-
-
 def memory_plan_rewrite(
     linear: UOp, held_bufs: Iterable[UOp] = (), *, enabled: bool | None = None
 ) -> UOp:
@@ -131,22 +73,100 @@ def memory_plan_rewrite(
         return linear
     if linear.op is not Ops.LINEAR:
         raise ValueError(f"memory_plan_rewrite needs a LINEAR, got {linear.short()}")
-    held = set(held_bufs)
-    lt = _lifetimes(linear, held)
-    if not lt.first:
+    return scratch_pass(_plan_pass, linear, set(held_bufs))
+
+
+def _planned(tok: object, linear: UOp, held: set[UOp]
+             ) -> tuple[list[UOp], list[int], list[int], list[bool]]:
+    """The buffers `linear` plans (internal, not in `held`) in order of first use, with the
+    first and last call naming each and whether a COPY names it (the copy lane), in a pass
+    that keeps its scratch on the buffers (`scratch_pass`): a buffer met holds its number
+    among those, or -1 (held, or a user buffer)."""
+    bufs: list[UOp] = []
+    first: list[int] = []
+    last: list[int] = []
+    copy: list[bool] = []
+    BUFFER, MSTACK, MSELECT, COPY = Ops.BUFFER, Ops.MSTACK, Ops.MSELECT, Ops.COPY
+    for i, call in enumerate(linear.src):
+        src = call.src
+        is_copy = src[0].op is COPY
+        for j in range(1, len(src)):
+            a = src[j]
+            if a.op is BUFFER:
+                named: tuple[UOp, ...] | list[UOp] = (a,)
+            elif a.op is MSTACK or a.op is MSELECT:
+                named = _buffers_of(a)
+            else:
+                continue
+            for b in named:
+                if b._mark is tok:
+                    k = b._scratch
+                    if k >= 0:
+                        last[k] = i
+                        if is_copy:
+                            copy[k] = True
+                    continue
+                b._mark = tok
+                if b.arg[0] < 0 and b not in held:
+                    b._scratch = len(bufs)
+                    bufs.append(b)
+                    first.append(i)
+                    last.append(i)
+                    copy.append(is_copy)
+                else:
+                    b._scratch = -1
+    return bufs, first, last, copy
+
+
+def _plan_pass(tok: object, linear: UOp, held: set[UOp]) -> UOp:
+    """`memory_plan_rewrite`'s work: its buffers numbered on the nodes by `_planned`."""
+    bufs, first, last, copy = _planned(tok, linear, held)
+    BUFFER, MSTACK, MSELECT = Ops.BUFFER, Ops.MSTACK, Ops.MSELECT
+    if not bufs:
         return linear
-    lanes: dict[tuple[str, int], list[UOp]] = {}
-    for b in lt.first:
-        lanes.setdefault(lt.lane[b], []).append(b)
-    mapping: dict[UOp, UOp] = {}
-    for (device, _), bufs in lanes.items():
-        plan = _plan(tuple(b.nbytes for b in bufs), tuple(lt.first[b] for b in bufs),
-                     tuple(lt.last[b] for b in bufs))
+    # copies and compute get separate arenas (lanes) so neither waits on the other
+    lanes: dict[tuple[str, bool], list[int]] = {}
+    for k, b in enumerate(bufs):
+        lanes.setdefault((b.arg[1], copy[k]), []).append(k)
+    slices: list[UOp | None] = [None] * len(bufs)
+    for (device, _), ks in lanes.items():
+        nbytes = [bufs[k].arg[2] * bufs[k].dtype.itemsize for k in ks]
+        plan = _plan(tuple(nbytes), tuple(first[k] for k in ks), tuple(last[k] for k in ks))
         arena = UOp(Ops.BUFFER, dtypes.uint8, (),
                     (fresh_internal_buffer_slot(), device, plan.arena))
-        for b, off in zip(bufs, plan.offsets):
-            mapping[b] = UOp(Ops.SLICE, b.dtype, (arena,), (off, b.nbytes))
-    return _rebuild(linear, mapping)
+        arena_src = (arena,)
+        for k, nb, off in zip(ks, nbytes, plan.offsets):
+            slices[k] = UOp(Ops.SLICE, bufs[k].dtype, arena_src, (off, nb))
+
+    def sub(a: UOp) -> UOp:  # every buffer in `linear` holds its number (or -1)
+        if a.op is BUFFER:
+            return a if a._scratch < 0 else slices[a._scratch]
+        if a.op is MSTACK or a.op is MSELECT:
+            return a.replace(src=tuple(sub(s) for s in a.src))
+        return a
+
+    calls = []
+    for call in linear.src:
+        src = call.src
+        new = None  # the call's sources once one of them changes
+        for j in range(1, len(src)):
+            a = src[j]
+            if a.op is BUFFER:
+                k = a._scratch
+                if k < 0:
+                    continue
+                b = slices[k]
+            elif a.op is MSTACK or a.op is MSELECT:
+                b = sub(a)
+                if b is a:
+                    continue
+            else:
+                continue
+            if new is None:
+                new = list(src)
+            new[j] = b
+        calls.append(call if new is None else UOp(call.op, call.dtype, tuple(new), call.arg))
+    return UOp(linear.op, linear.dtype, tuple(calls), linear.arg)
 
 
 @dataclass(frozen=True)
@@ -174,8 +194,11 @@ class LinearStats:
 
 def linear_stats(linear: UOp, held_bufs: Iterable[UOp] = ()) -> LinearStats:
     """Calls, planned arena bytes per device, bytes without planning, and the floor."""
-    lt = _lifetimes(linear, set(held_bufs))  # buffers still to plan, in the planner's lanes
-    first, last, lane = lt.first, lt.last, lt.lane
+    bufs, firsts, lasts, copy = scratch_pass(_planned, linear, set(held_bufs))
+    # buffers still to plan, in the planner's lanes; planned views get a lane per arena
+    first: dict[UOp, int] = dict(zip(bufs, firsts))
+    last: dict[UOp, int] = dict(zip(bufs, lasts))
+    lane: dict[UOp, tuple] = {b: (b.device, c) for b, c in zip(bufs, copy)}
     arenas: dict[UOp, None] = {}
     for i, call in enumerate(linear.src):  # views already planned: a lane per arena
         for a in call.src[1:]:
