@@ -543,29 +543,56 @@ def mixed_linear():
     return lin, t
 
 
-def test_a_plan_made_inside_another_leaves_the_outer_one_right(monkeypatch):
-    # memory_plan_rewrite keeps its buffers' numbers on the nodes; a plan of the same schedule
-    # made inside it (by a finalizer, say) overwrites them: the outer one runs again
+@pytest.mark.parametrize("hook", ["_buffers_of", "replace"])
+def test_a_plan_made_inside_another_leaves_the_outer_one_right(monkeypatch, hook):
+    # memory_plan_rewrite keeps each buffer's number on the node in two passes (lifetimes, then
+    # the rewrite); a plan of the same schedule made inside either (by a finalizer, say)
+    # overwrites those numbers: that pass runs again
     import tolk.schedule.memory as memory
     from tolk.uop.ops import _scratch_passes
 
     lin, t = mixed_linear()
     want = _slices(memory_plan_rewrite(lin, held_bufs=[t[2]]))
     inner: list = []
-    original = memory._plan
+    owner = memory if hook == "_buffers_of" else UOp  # met in the first pass, or the second
+    original = getattr(owner, hook)
 
-    def plan(*args):
+    def hooked(*args, **kwargs):
         if not inner:
             inner.append(None)
             inner[0] = _slices(memory_plan_rewrite(lin, held_bufs=[t[2]]))
-        return original(*args)
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(memory, "_plan", plan)
+    monkeypatch.setattr(owner, hook, hooked)
     before = _scratch_passes[0]
     got = memory_plan_rewrite(lin, held_bufs=[t[2]])
     assert _slices(got) == want and inner == [want]
-    assert _scratch_passes[0] - before == 3  # outer, inner, outer again
+    assert _scratch_passes[0] - before == 5  # the outer's two, the inner's two, one again
     assert t[2] in [a for c in got.src for a in c.src[1:] for a in (a, *a.src)]
+
+
+def test_other_threads_schedule_while_a_plan_is_being_made(monkeypatch):
+    # passes that keep scratch on the nodes take turns; the offset assignment runs between
+    # memory_plan_rewrite's passes, so a long plan holds up no other thread's schedule
+    import threading
+
+    import tolk.schedule.memory as memory
+
+    lin, _ = mixed_linear()
+    sink = assigns_and_readers()
+    want = create_schedule(sink)
+    other: list = []
+    original = memory._plan
+
+    def plan(*args):
+        th = threading.Thread(target=lambda: other.append(create_schedule(sink)))
+        th.start()
+        th.join(30)
+        return original(*args)
+
+    monkeypatch.setattr(memory, "_plan", plan)
+    memory_plan_rewrite(lin)
+    assert other and all(x is want for x in other)
 
 
 def test_plans_from_many_threads_match_one_thread():

@@ -73,7 +73,11 @@ def memory_plan_rewrite(
         return linear
     if linear.op is not Ops.LINEAR:
         raise ValueError(f"memory_plan_rewrite needs a LINEAR, got {linear.short()}")
-    return scratch_pass(_plan_pass, linear, set(held_bufs))
+    # two passes, the planning between them: a long plan never holds up another thread's pass
+    bufs, first, last, copy = scratch_pass(_planned, linear, set(held_bufs))
+    if not bufs:
+        return linear
+    return scratch_pass(_rewrite, linear, bufs, _slices(bufs, first, last, copy))
 
 
 def _planned(tok: object, linear: UOp, held: set[UOp]
@@ -118,17 +122,13 @@ def _planned(tok: object, linear: UOp, held: set[UOp]
     return bufs, first, last, copy
 
 
-def _plan_pass(tok: object, linear: UOp, held: set[UOp]) -> UOp:
-    """`memory_plan_rewrite`'s work: its buffers numbered on the nodes by `_planned`."""
-    bufs, first, last, copy = _planned(tok, linear, held)
-    BUFFER, MSTACK, MSELECT = Ops.BUFFER, Ops.MSTACK, Ops.MSELECT
-    if not bufs:
-        return linear
+def _slices(bufs: list[UOp], first: list[int], last: list[int], copy: list[bool]) -> list[UOp]:
+    """The SLICE each of `_planned`'s buffers becomes: one arena per device and lane."""
     # copies and compute get separate arenas (lanes) so neither waits on the other
     lanes: dict[tuple[str, bool], list[int]] = {}
     for k, b in enumerate(bufs):
         lanes.setdefault((b.arg[1], copy[k]), []).append(k)
-    slices: list[UOp | None] = [None] * len(bufs)
+    slices: list[UOp] = bufs[:]  # each replaced below: every buffer is in a lane
     for (device, _), ks in lanes.items():
         nbytes = [bufs[k].arg[2] * bufs[k].dtype.itemsize for k in ks]
         plan = _plan(tuple(nbytes), tuple(first[k] for k in ks), tuple(last[k] for k in ks))
@@ -137,10 +137,20 @@ def _plan_pass(tok: object, linear: UOp, held: set[UOp]) -> UOp:
         arena_src = (arena,)
         for k, nb, off in zip(ks, nbytes, plan.offsets):
             slices[k] = UOp(Ops.SLICE, bufs[k].dtype, arena_src, (off, nb))
+    return slices
 
-    def sub(a: UOp) -> UOp:  # every buffer in `linear` holds its number (or -1)
+
+def _rewrite(tok: object, linear: UOp, bufs: list[UOp], slices: list[UOp]) -> UOp:
+    """`linear` with ``bufs[k]`` replaced by ``slices[k]`` (also inside MSTACK and MSELECT),
+    in a pass that marks each of `bufs` with its number (`scratch_pass`): an unmarked buffer
+    stays. Kernel ASTs are untouched."""
+    for k, b in enumerate(bufs):
+        b._mark, b._scratch = tok, k
+    BUFFER, MSTACK, MSELECT = Ops.BUFFER, Ops.MSTACK, Ops.MSELECT
+
+    def sub(a: UOp) -> UOp:
         if a.op is BUFFER:
-            return a if a._scratch < 0 else slices[a._scratch]
+            return slices[a._scratch] if a._mark is tok else a
         if a.op is MSTACK or a.op is MSELECT:
             return a.replace(src=tuple(sub(s) for s in a.src))
         return a
@@ -152,10 +162,9 @@ def _plan_pass(tok: object, linear: UOp, held: set[UOp]) -> UOp:
         for j in range(1, len(src)):
             a = src[j]
             if a.op is BUFFER:
-                k = a._scratch
-                if k < 0:
+                if a._mark is not tok:
                     continue
-                b = slices[k]
+                b = slices[a._scratch]
             elif a.op is MSTACK or a.op is MSELECT:
                 b = sub(a)
                 if b is a:
