@@ -371,3 +371,55 @@ def test_args_that_python_calls_equal_stay_distinct_nodes():
     for x, y in pairs:
         assert UOp(Ops.NOOP, dtypes.void, (), x) is not UOp(Ops.NOOP, dtypes.void, (), y), (x, y)
     assert UOp.const(F32, float("nan")).arg != UOp.const(F32, float("nan")).arg
+
+
+# --- scratch passes ---------------------------------------------------------------------------
+
+
+def test_a_scratch_pass_interrupted_once_runs_again_and_returns_its_own_result():
+    from tolk.uop.ops import _scratch_passes, scratch_pass
+
+    runs: list[object] = []
+
+    def outer(tok):
+        runs.append(tok)
+        if len(runs) == 1:
+            scratch_pass(lambda t: None)  # a pass inside: the outer's scratch is not its own
+        return len(runs)
+
+    before = _scratch_passes[0]
+    assert scratch_pass(outer) == 2 and runs[0] is not runs[1]
+    assert _scratch_passes[0] - before == 3
+
+
+def test_an_error_a_nested_scratch_pass_raises_as_its_own_goes_up_without_a_rerun():
+    from tolk.uop.ops import _scratch_passes, scratch_pass
+
+    def inner(tok):
+        raise KeyError("inner's own")
+
+    def outer(tok):
+        return scratch_pass(inner)
+
+    before = _scratch_passes[0]
+    with pytest.raises(KeyError, match="inner's own"):
+        scratch_pass(outer)
+    assert _scratch_passes[0] - before == 2  # no rerun: the error is not the outer's scratch
+
+
+def test_a_scratch_pass_that_always_runs_another_inside_ends():
+    from tolk.uop.ops import SCRATCH_RERUNS, _scratch_passes, scratch_pass
+
+    def outer(tok):  # another pass completes inside it on every run
+        scratch_pass(lambda t: None)
+
+    before = _scratch_passes[0]
+    with pytest.raises(RuntimeError, match="outer was interrupted"):
+        scratch_pass(outer)
+    assert _scratch_passes[0] - before == 2 * (SCRATCH_RERUNS + 1)
+
+    def nesting(tok):  # a pass inside every run of itself: the innermost's error goes up
+        return scratch_pass(nesting)
+
+    with pytest.raises(RecursionError):
+        scratch_pass(nesting)

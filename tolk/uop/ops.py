@@ -395,6 +395,8 @@ def _canon(arg: Any) -> Any:
 # Whole-graph passes that keep their scratch on the nodes: one at a time (see `scratch_pass`)
 _scratch_lock = threading.RLock()
 _scratch_passes = [0]  # passes started
+SCRATCH_RERUNS = 32  # a pass interrupted this many times in a row gives up
+_ESCAPED = "_tolk_scratch_pass_failed"  # set on an exception a pass raised as its own
 
 
 def scratch_pass(fn: Callable[..., Any], *args: Any) -> Any:
@@ -405,21 +407,27 @@ def scratch_pass(fn: Callable[..., Any], *args: Any) -> Any:
     An attribute of a node already at hand costs far less than a lookup in a dict of every node
     met once a graph outgrows the CPU caches. Passes run one at a time; one started inside
     another on the same thread (by a finalizer the garbage collector runs, say) overwrites the
-    outer pass's scratch, so the outer pass runs again, whatever it returned or raised.
-    `token` is a fresh object per run. Scratch left behind is never read again: keep in it only
-    what the node may keep alive (ints, nodes that do not lead back to it)."""
+    outer pass's scratch, so the outer pass runs again, whatever it returned or raised, except
+    an error that the inner pass raised as its own, which goes on up. A pass interrupted on
+    each of `SCRATCH_RERUNS` reruns raises `RuntimeError`. `token` is a fresh object per run.
+    Scratch left behind is never read again: keep in it only what the node may keep alive
+    (ints, nodes that do not lead back to it)."""
     with _scratch_lock:
-        while True:
+        for _ in range(SCRATCH_RERUNS + 1):
             _scratch_passes[0] += 1
             started = _scratch_passes[0]
             try:
                 out = fn(object(), *args)
-            except Exception:
-                if _scratch_passes[0] == started:
+            except Exception as e:
+                if _scratch_passes[0] == started or getattr(e, _ESCAPED, False):
+                    setattr(e, _ESCAPED, True)
                     raise
                 continue  # what it met was the other pass's scratch: not an error of its own
             if _scratch_passes[0] == started:
                 return out
+    name = getattr(fn, "__name__", repr(fn))
+    raise RuntimeError(f"scratch pass {name} was interrupted by another pass started inside it "
+                       f"on each of its {SCRATCH_RERUNS + 1} runs")
 
 
 class UOp:
