@@ -258,7 +258,8 @@ def test_long_skyline_views_pick_what_a_plain_scan_picks():
     first = np.sort(rng.integers(0, steps, n))
     other = first + rng.integers(0, 60, n)
     score = rng.integers(0, 50, n).astype(np.float64)  # small integers: many ties
-    view = P._View(np.arange(n), first, other, score, steps)
+    placed = bytearray(n)
+    view = P._View(np.arange(n), first, other, score, steps, placed)
     assert view.blocked
     plain = score.copy()
     for _ in range(400):
@@ -275,10 +276,55 @@ def test_long_skyline_views_pick_what_a_plain_scan_picks():
         got = P._scan(view, lo, hi, bound, at_most)
         assert got == want
         if got >= 0:
+            placed[got] = 1
             view.remove(got)
             plain[got] = -1.0
         if view.dead == 0:  # rebuilt without the placed buffers: positions moved
             break
+
+
+@pytest.mark.parametrize("n", [60, 3000])
+def test_whole_view_queries_pick_what_a_plain_scan_picks_through_rebuilds(n):
+    # a query of a whole view whose candidates all fit is answered, after _RANK_AFTER of them,
+    # from a ranking made once: the highest score, the lowest position among equals, as a scan
+    # of every position gives, while buffers are placed and the view is rebuilt without them
+    from tolk.schedule import planner as P
+
+    rng = np.random.default_rng(n)
+    steps = n // 3
+    first = np.sort(rng.integers(0, steps, n))
+    other = first + rng.integers(0, 20, n)
+    score = rng.integers(0, 30, n).astype(np.float64)  # many ties
+    placed = bytearray(n)
+    view = P._View(np.arange(n), first, other, score, steps, placed)  # position order = id
+    plain = score.copy()
+    rebuilds = ranked = 0
+    for _ in range(n):
+        got = P._scan(view, 0, len(view.ids_l), steps + 20, True)
+        want = int(plain.argmax()) if plain.max() >= 0 else -1
+        assert got == want
+        if got < 0:
+            break
+        ranked += view.ranked is not None
+        placed[got] = 1
+        view.remove(got)
+        plain[got] = -1.0
+        rebuilds += view.dead == 0
+    assert plain.max() < 0 and rebuilds >= 2 and ranked >= n - P._RANK_AFTER - 1
+
+
+def test_plans_with_and_without_ranked_views_are_equal(monkeypatch):
+    from tolk.schedule import planner as P
+
+    rng = random.Random(5)
+    for n, fan in [(3 * P._BLOCKED_VIEW, 32), (500, 8), (200, 3)]:
+        sizes = [256 * rng.randint(1, 9) for _ in range(n)]
+        firsts = list(range(n))
+        lasts = [n + i // fan if i % 3 else i + rng.randrange(40) for i in range(n)]
+        monkeypatch.setattr(P, "_RANK_AFTER", 0)
+        ranked = assign_offsets(sizes, firsts, lasts)
+        monkeypatch.setattr(P, "_RANK_AFTER", 10 * n)
+        assert assign_offsets(sizes, firsts, lasts) == ranked
 
 
 def test_plans_with_and_without_block_maxima_are_equal(monkeypatch):

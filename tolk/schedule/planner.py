@@ -50,6 +50,7 @@ _NUMPY_SCAN = 40  # candidate scans longer than this use numpy
 _REBUILD_DEAD = 4  # a skyline view is rebuilt when over 1/_REBUILD_DEAD of it is placed
 _BLOCK = 256  # views longer than _BLOCKED_VIEW keep a score bound per block of this many positions
 _BLOCKED_VIEW = 8 * _BLOCK
+_RANK_AFTER = 8  # a view ranks its buffers (`_View.best`) after this many whole-view queries
 
 
 @dataclass(frozen=True)
@@ -268,13 +269,16 @@ class _View:
     beyond them knows without a look that every position fits.
     """
 
-    def __init__(
-        self, ids: np.ndarray, key: np.ndarray, other: np.ndarray, score: np.ndarray, steps: int
-    ):
+    def __init__(self, ids: np.ndarray, key: np.ndarray, other: np.ndarray, score: np.ndarray,
+                 steps: int, placed: bytearray):
         self.steps = steps
         pos = np.zeros(len(ids), dtype=np.int64)
         pos[ids] = np.arange(len(ids))
         self.pos = pos.tolist()  # by buffer: its position (kept, not updated, once placed)
+        self.placed = placed  # by buffer: 1 once placed (shared by the views of one run)
+        self.ranked: list[int] | None = None  # see `best`
+        self.top = 0
+        self.whole = 0  # queries of the whole view in which every position fits
         self._rebuild(ids, key, other, score)
 
     def _rebuild(self, ids, key, other, score) -> None:
@@ -295,6 +299,21 @@ class _View:
             self.block_score = np.pad(score, (0, pad), constant_values=-1.0).reshape(shape).max(1)
             other_pad = np.pad(other, (0, pad), mode="edge").reshape(shape)
             self.block_other_min, self.block_other_max = other_pad.min(1), other_pad.max(1)
+
+    def best(self) -> int:
+        """The highest-score unplaced buffer of the whole view, the lowest position among
+        equals; -1 when none. Scores only change when a buffer is placed, so the buffers are
+        ranked once, on the first call (positions keep their order through rebuilds), and a
+        cursor passes the placed ones."""
+        ranked = self.ranked
+        if ranked is None:
+            live = np.flatnonzero(self.score >= 0)
+            ranked = self.ranked = self.ids[live[np.lexsort((live, -self.score[live]))]].tolist()
+        placed, t = self.placed, self.top
+        while t < len(ranked) and placed[ranked[t]]:
+            t += 1
+        self.top = t
+        return ranked[t] if t < len(ranked) else -1
 
     def remove(self, i: int) -> None:
         p = self.pos[i]
@@ -321,8 +340,11 @@ class _Candidates:
         last = np.asarray(prob.last, dtype=np.int64)
         by_first = np.lexsort((np.arange(n), first))
         by_last = np.lexsort((np.arange(n), last))
-        self.by_first = _View(by_first, first[by_first], last[by_first], sc[by_first], prob.steps)
-        self.by_last = _View(by_last, last[by_last], first[by_last], sc[by_last], prob.steps)
+        self.placed = bytearray(n)
+        self.by_first = _View(by_first, first[by_first], last[by_first], sc[by_first], prob.steps,
+                              self.placed)
+        self.by_last = _View(by_last, last[by_last], first[by_last], sc[by_last], prob.steps,
+                             self.placed)
         self.scanned = 0
 
     def pick(self, s: int, e: int) -> int:
@@ -337,6 +359,7 @@ class _Candidates:
         return _scan(vl, b0, b1, s, False)
 
     def remove(self, i: int) -> None:
+        self.placed[i] = 1
         self.by_first.remove(i)
         self.by_last.remove(i)
 
@@ -344,12 +367,17 @@ class _Candidates:
 def _scan(v: _View, lo: int, hi: int, bound: int, at_most: bool) -> int:
     """Highest-score buffer in positions [lo, hi) whose other end is <= bound (at_most) or
     >= bound, the lowest position among equals; -1 when none."""
-    if hi - lo > 4 * _BLOCK and v.blocked:  # long enough for whole blocks between the ends
-        found = _scan_blocks(v, lo, hi, bound, at_most)
-        if found is not None:
-            return found
     if hi - lo > _NUMPY_SCAN:
-        if bound >= v.other_max if at_most else bound <= v.other_min:  # every position fits
+        every = bound >= v.other_max if at_most else bound <= v.other_min  # fits, no look
+        if every and hi - lo == len(v.ids_l):  # the whole view: its best, once it is ranked
+            v.whole += 1
+            if v.whole > _RANK_AFTER:
+                return v.best()
+        if hi - lo > 4 * _BLOCK and v.blocked:  # long enough for whole blocks between the ends
+            found = _scan_blocks(v, lo, hi, bound, at_most, every)
+            if found is not None:
+                return found
+        if every:
             k = lo + int(v.score[lo:hi].argmax())
             return v.ids_l[k] if v.score_l[k] >= 0 else -1
         other = v.other[lo:hi]
@@ -365,22 +393,23 @@ def _scan(v: _View, lo: int, hi: int, bound: int, at_most: bool) -> int:
     return v.ids_l[j] if j >= 0 else -1
 
 
-def _scan_blocks(v: _View, lo: int, hi: int, bound: int, at_most: bool) -> int | None:
+def _scan_blocks(v: _View, lo: int, hi: int, bound: int, at_most: bool,
+                 every: bool) -> int | None:
     """`_scan` of a long range (whole blocks between its ends) in a blocked view when every
     position in it fits `bound` (None when some may not): the partial blocks at both ends are
     scanned, and of the whole blocks between only the first of the highest bound, once that
     bound is its true maximum. The same answer as the scan: the highest score, the lowest
-    position among equals."""
+    position among equals. `every`: the view's own extremes say every position fits."""
     b0, b1 = -(-lo // _BLOCK), hi // _BLOCK  # the whole blocks [b0, b1)
     mid0, mid1 = b0 * _BLOCK, b1 * _BLOCK
     other = v.other
-    if at_most:  # the view's own extreme settles it without a look at the range, often
-        fits = bound >= v.other_max or (
+    if at_most:
+        fits = every or (
             v.block_other_max[b0:b1].max() <= bound
             and (lo == mid0 or other[lo:mid0].max() <= bound)
             and (mid1 == hi or other[mid1:hi].max() <= bound))
     else:
-        fits = bound <= v.other_min or (
+        fits = every or (
             v.block_other_min[b0:b1].min() >= bound
             and (lo == mid0 or other[lo:mid0].min() >= bound)
             and (mid1 == hi or other[mid1:hi].min() >= bound))
