@@ -36,7 +36,8 @@ emptied before every timed run (a 64 MiB buffer read line by line after the coll
 Between runs a small graph, its scheduler's tables and the intern table stay in the caches,
 and ``gc.collect()``, which walks every tracked object, leaves them there; a 100k-kernel graph
 (some 400k nodes, over 100 MB) never fits. The cold cell is the small graph's work from where
-the large one always starts. Measured here: a 1k chain scheduled at 2.4 µs per kernel alone,
+the large one always starts; its memory_plan_rewrite runs with the caches emptied again after
+the schedule, so it starts cold too. Measured here: a 1k chain scheduled at 2.4 µs per kernel alone,
 at 3.3-3.4 in a process that also held a live 100k chain (the collection before each run walked
 that one too and pushed the small graph out of the caches) and at 2.2-2.5 there when no
 collection ran in between. The sweep also empties the caches of the interpreter's own hot
@@ -256,7 +257,7 @@ def run_once(sink: Any, held: list[Any], n: int, plan: bool,
              impl: Impl = TOLK, cold: bool = False) -> tuple[float, float | None]:
     """Seconds for create_schedule and (if `plan`) memory_plan_rewrite, GC off, cold results
     (tolk's planner's remembered offset assignments are cleared first: every run plans);
-    `cold`: the CPU caches emptied right before (`_empty_caches`)."""
+    `cold`: the CPU caches emptied right before each of the two (`_empty_caches`)."""
     impl.before_run()
     gc.collect()
     gc.disable()
@@ -266,6 +267,9 @@ def run_once(sink: Any, held: list[Any], n: int, plan: bool,
         t0 = clock()
         lin = impl.schedule(sink)
         t1 = clock()
+        if cold and plan:
+            _empty_caches()
+            t1 = clock()
         planned = impl.plan(lin, held) if plan else None
         t2 = clock()
     finally:
@@ -458,7 +462,7 @@ def main() -> None:
                     if repeats[1] is not None:
                         _grow(prev, "plan", n, repeats[1])
             if not opts.no_cold and len(sizes) > 1:  # tolk's smallest size, from cold caches
-                timed(r, "tolk", shape, sizes[0], False, cold=True)
+                timed(r, "tolk", shape, sizes[0], True, cold=True)
     _report(cells, opts.shapes, sizes, impls, decide.notes)
 
 
@@ -529,6 +533,13 @@ def _report(cells: dict[Cell, list[tuple[float | None, ...]]], shapes: list[str]
         for shape in shapes:
             here = [median_of((COLD, shape, lo), k) for k in (0, 2)]
             over = [ratio("tolk", shape, which, lo, hi, lo_impl=COLD)[0] for which in (0, 2)]
+            print(f"- {shape}: {fmt(here[0])} / {fmt(here[1])} µs/kernel; "
+                  f"{size(hi)} over it {opt(over[0])} / {opt(over[1])}")
+        print(f"\nmemory_plan_rewrite the same way (the caches emptied again after the schedule), "
+              f"µs/kernel first / repeats; {size(hi)} over it, first / repeats:")
+        for shape in shapes:
+            here = [median_of((COLD, shape, lo), k) for k in (1, 3)]
+            over = [ratio("tolk", shape, which, lo, hi, lo_impl=COLD)[0] for which in (1, 3)]
             print(f"- {shape}: {fmt(here[0])} / {fmt(here[1])} µs/kernel; "
                   f"{size(hi)} over it {opt(over[0])} / {opt(over[1])}")
     if mid in sizes:
