@@ -23,3 +23,27 @@ def test_bench_schedule_prints_its_tables_ratios_and_cold_cells():
     cold = [line for line in out.splitlines() if line.startswith("- chain:") and "over it" in line]
     assert len(cold) == 2 and not any("n/a" in c or "skipped" in c for c in cold), out
     assert "time.thread_time; 2 round(s)" in out
+
+
+def test_run_once_times_neither_cache_sweep_of_a_cold_run(monkeypatch):
+    # a cold run empties the caches before the schedule and again before the plan; the sweeps
+    # are not part of either time
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_schedule as bs
+
+    now = [0.0]
+
+    class Linear:
+        src = (None,) * 3
+
+    def advance(dt, out=None):
+        now[0] += dt
+        return out
+
+    monkeypatch.setattr(bs, "_empty_caches", lambda: advance(100.0))
+    impl = bs.TOLK._replace(schedule=lambda sink: advance(1.0, Linear()),
+                            plan=lambda lin, held: advance(2.0), before_run=lambda: None)
+    clock = lambda: now[0]  # noqa: E731
+    assert bs.run_once(None, [], 3, True, clock, impl, cold=True) == (1.0, 2.0)
+    assert bs.run_once(None, [], 3, False, clock, impl, cold=True) == (1.0, None)
+    assert bs.run_once(None, [], 3, True, clock, impl) == (1.0, 2.0)
