@@ -356,3 +356,29 @@ def test_a_skyline_rebuilds_its_views_a_number_of_times_bounded_by_buffers_over_
     offsets, _ = P._skyline(prob, [float(s * l) for s, l in zip(prob.sizes, prob.length)])
     assert find_overlaps(prob.sizes, prob.first, prob.last, offsets) == []
     assert len(rebuilds) <= 2 * (16 * n // prob.steps + 1)
+
+
+def test_the_skyline_never_sets_a_segment_below_the_level_it_fills(monkeypatch):
+    # the skyline keeps its segments in levels (one sorted list per height, taken lowest
+    # first): right only while no segment is set lower than the height being filled
+    from tolk.schedule import planner as P
+
+    original = P._Sky._set
+    seen = []
+
+    def checked(self, s, e, h):
+        assert h >= self.level, (s, e, h, self.level)
+        seen.append(h > self.level)
+        return original(self, s, e, h)
+
+    monkeypatch.setattr(P._Sky, "_set", checked)
+    rng = random.Random(11)
+    for _ in range(300):
+        n = rng.randint(1, 80)
+        steps = rng.randint(1, 2 * n)
+        firsts = [rng.randrange(steps) for _ in range(n)]
+        lasts = [f + rng.choice([0, 1, rng.randrange(steps)]) for f in firsts]
+        sizes = [256 * rng.randint(1, 12) for _ in range(n)]
+        plan = assign_offsets(sizes, firsts, lasts)
+        assert not find_overlaps([-(-s // 256) * 256 for s in sizes], firsts, lasts, plan.offsets)
+    assert any(seen) and not all(seen)  # both kinds of segment were set

@@ -451,12 +451,27 @@ def _skyline(prob: _Problem, score: list[float]) -> tuple[list[int], int]:
     sizes, first, last = prob.sizes, prob.first, prob.last
     offsets = [0] * len(sizes)
     left = len(sizes)
-    width = sky.width
+    # the next segment: the lower of the level's sorted starts (cur, from ci) and its extra ones
+    cur, ci, extra, pending, heights = [0], 0, sky.extra, sky.pending, sky.heights
+    heappop = heapq.heappop
     while left:
-        h, s = divmod(heapq.heappop(sky.heap), width)
+        if ci < len(cur):
+            s = cur[ci]
+            if extra and extra[0] < s:
+                s = heappop(extra)
+            else:
+                ci += 1
+        elif extra:
+            s = heappop(extra)
+        else:  # the next level up
+            sky.level = heappop(heights)
+            cur, ci = pending.pop(sky.level), 0
+            cur.sort()
+            continue
+        h = sky.level
         e = sky.end[s]
         if e < 0 or sky.height[s] != h:
-            continue  # stale heap entry
+            continue  # stale entry
         i = cand.pick(s, e)
         if i < 0:
             sky.lift(s, e)
@@ -473,22 +488,39 @@ class _Sky:
 
     Invariant: segments partition the steps; `end[s]` is the last step of the segment
     starting at s (-1 when s starts none), `height[s]` its height, `start_of[e]` the start
-    of the segment ending at e; neighbours differ in height; the heap holds every segment as
-    the number ``height * width + start`` (ordered as the pair, compared as one int), plus
-    stale entries.
+    of the segment ending at e; neighbours differ in height.
+
+    The skyline takes segments lowest first, leftmost among equals, and no segment set after
+    one is taken is lower than it (a placement leaves segments of the height taken, at starts
+    not left of it, and every other segment it makes is higher; a lift raises a segment to a
+    neighbour, higher than the lowest). So the segments wait in levels, not one heap: the
+    starts set at the height being filled (`level`) in a small heap (`extra`), those of each
+    higher height in a list (`pending`) sorted when its level comes (`heights`: a heap of the
+    pending heights). Every segment is in one of them, with stale entries beside.
     """
 
     def __init__(self, steps: int):
-        self.steps, self.width = steps, steps + 1
+        self.steps = steps
         self.end = [-1] * (steps + 1)
         self.height = [0] * (steps + 1)
         self.start_of = [-1] * (steps + 1)
         self.end[0], self.start_of[steps - 1] = steps - 1, 0
-        self.heap = [0]
+        self.level = 0  # the height being filled: no segment is lower
+        self.extra: list[int] = []  # starts set at that height while filling it, a heap
+        self.pending: dict[int, list[int]] = {}  # starts of higher segments, by height
+        self.heights: list[int] = []  # the keys of `pending`, a heap
 
     def _set(self, s: int, e: int, h: int) -> None:
         self.end[s], self.start_of[e], self.height[s] = e, s, h
-        heapq.heappush(self.heap, h * self.width + s)
+        if h == self.level:
+            heapq.heappush(self.extra, s)
+            return
+        starts = self.pending.get(h)
+        if starts is None:
+            self.pending[h] = [s]
+            heapq.heappush(self.heights, h)
+        else:
+            starts.append(s)
 
     def place(self, s: int, e: int, f: int, l: int, top: int) -> None:
         """Cover steps [f, l] of segment [s, e] with a buffer reaching height `top`."""
