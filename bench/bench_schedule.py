@@ -527,21 +527,18 @@ def _report(cells: dict[Cell, list[tuple[float | None, ...]]], shapes: list[str]
                   f"{', '.join(f'{x:.2f}' for x in each)}; fastest rounds: {opt(fast)}); "
                   f"memory_plan_rewrite: {opt(m)} {_verdict(m)}")
     if any(c[0] == COLD for c in cells):
-        print(f"\ncreate_schedule at {size(lo)} kernels from emptied CPU caches (where a "
-              f"{size(hi)}-kernel graph always starts), µs/kernel first / repeats; {size(hi)} "
-              "over it, median over rounds of each round's ratio, first / repeats:")
-        for shape in shapes:
-            here = [median_of((COLD, shape, lo), k) for k in (0, 2)]
-            over = [ratio("tolk", shape, which, lo, hi, lo_impl=COLD)[0] for which in (0, 2)]
-            print(f"- {shape}: {fmt(here[0])} / {fmt(here[1])} µs/kernel; "
-                  f"{size(hi)} over it {opt(over[0])} / {opt(over[1])}")
-        print(f"\nmemory_plan_rewrite the same way (the caches emptied again after the schedule), "
-              f"µs/kernel first / repeats; {size(hi)} over it, first / repeats:")
-        for shape in shapes:
-            here = [median_of((COLD, shape, lo), k) for k in (1, 3)]
-            over = [ratio("tolk", shape, which, lo, hi, lo_impl=COLD)[0] for which in (1, 3)]
-            print(f"- {shape}: {fmt(here[0])} / {fmt(here[1])} µs/kernel; "
-                  f"{size(hi)} over it {opt(over[0])} / {opt(over[1])}")
+        heads = (f"create_schedule at {size(lo)} kernels from emptied CPU caches (where a "
+                 f"{size(hi)}-kernel graph always starts), µs/kernel first / repeats; {size(hi)} "
+                 "over it, median over rounds of each round's ratio, first / repeats:",
+                 "memory_plan_rewrite the same way (the caches emptied again after the schedule), "
+                 f"µs/kernel first / repeats; {size(hi)} over it, first / repeats:")
+        for head, (first, repeats) in zip(heads, ((0, 2), (1, 3))):
+            print(f"\n{head}")
+            for shape in shapes:
+                here = [median_of((COLD, shape, lo), k) for k in (first, repeats)]
+                over = [ratio("tolk", shape, k, lo, hi, lo_impl=COLD)[0] for k in (first, repeats)]
+                print(f"- {shape}: {fmt(here[0])} / {fmt(here[1])} µs/kernel; "
+                      f"{size(hi)} over it {opt(over[0])} / {opt(over[1])}")
     if mid in sizes:
         print(f"\ncreate_schedule at {mid} kernels (goal < {SPEED_GOAL_US:.0f} µs/kernel, "
               "met when both are under it), first / repeats:")

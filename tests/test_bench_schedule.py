@@ -28,7 +28,7 @@ def test_bench_schedule_prints_its_tables_ratios_and_cold_cells():
 def test_run_once_times_neither_cache_sweep_of_a_cold_run(monkeypatch):
     # a cold run empties the caches before the schedule and again before the plan; the sweeps
     # are not part of either time
-    sys.path.insert(0, str(ROOT / "bench"))
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
     import bench_schedule as bs
 
     now = [0.0]
