@@ -423,3 +423,26 @@ def test_a_scratch_pass_that_always_runs_another_inside_ends():
 
     with pytest.raises(RecursionError):
         scratch_pass(nesting)
+
+
+def test_a_node_gets_a_cache_dict_of_its_own_only_when_something_is_stored():
+    import threading
+
+    from tolk.uop.ops import node_cache
+
+    a = UOp(Ops.CONST, dtypes.int32, (), 11_223_344)
+    b = UOp(Ops.CONST, dtypes.int32, (), 11_223_345)
+    assert "shape" not in a._cache and a._cache.get("shape") is None
+    assert a._cache is b._cache  # one shared empty mapping, read-only
+    with pytest.raises(TypeError):
+        a._cache["shape"] = ()
+    got: list[dict] = []
+    threads = [threading.Thread(target=lambda: got.append(node_cache(a))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(d is got[0] for d in got) and got[0] is a._cache and type(got[0]) is dict
+    got[0]["x"] = 1
+    assert node_cache(a)["x"] == 1 and "x" not in b._cache
+    assert shape_of(b) == () and b._cache["shape"] == ()  # inference stores through it

@@ -33,7 +33,7 @@ from tolk.errors import DeviceError, ShapeError
 from tolk.helpers import prod
 from tolk.runtime.device import canonical_device
 from tolk.uop.form import Form, form_of
-from tolk.uop.ops import GroupOp, Ops, UOp
+from tolk.uop.ops import GroupOp, Ops, UOp, node_cache
 from tolk.uop.shape import Sym, concrete, device_of, is_symbolic, shape_of
 from tolk.variable import BoundVariable
 
@@ -163,7 +163,7 @@ class Tensor:
         self._set(_from_host(arr, d, device))
 
     def _set(self, u: UOp) -> None:
-        cache = u._cache
+        cache = node_cache(u)  # a tensor's node remembers its shape
         if "shape" not in cache:  # a new node over sources whose shapes are known: no walk
             _shape_by_form(u, cache)
         elif u._form is None:
@@ -1316,18 +1316,18 @@ def _broadcast_const(dtype: DType, value: Scalar, shape: tuple) -> UOp:
     """The constant `value` broadcast to `shape`: the nodes ``Tensor(const)._broadcast_to``
     builds (a reshape to ones, then an expand), without the checks a constant cannot fail."""
     u = UOp.const(dtype, value)
-    u._cache["shape"] = ()
+    node_cache(u)["shape"] = ()
     form_of(u)  # each node's form made as it is built, so none of it walks
     if not shape:
         return u
     ones = (1,) * len(shape)
     u = UOp(Ops.RESHAPE, dtype, (u,), ones)
-    u._cache["shape"] = ones  # what `shape_of` would find; set here so none of it walks
+    node_cache(u)["shape"] = ones  # what `shape_of` would find; set here so none of it walks
     form_of(u)
     if shape == ones:
         return u
     u = UOp(Ops.EXPAND, dtype, (u,), tuple(shape))
-    u._cache["shape"] = u.arg
+    node_cache(u)["shape"] = u.arg
     form_of(u)
     return u
 

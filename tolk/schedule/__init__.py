@@ -35,7 +35,9 @@ from tolk.errors import CycleError, ScheduleError
 from tolk.helpers import CAPTURING, DEBUG, NO_MEMORY_PLANNER, SCACHE
 from tolk.schedule.memory import LinearStats, linear_stats, memory_plan_rewrite
 from tolk.uop.form import AFTER, form_of, leaves
-from tolk.uop.ops import GroupOp, KernelInfo, Ops, UOp, fresh_internal_buffer_slot, scratch_pass
+from tolk.uop.ops import (
+    GroupOp, KernelInfo, Ops, UOp, fresh_internal_buffer_slot, node_cache, scratch_pass,
+)
 
 __all__ = [
     "fresh_internal_buffer_slot", "create_schedule", "lower_sink_to_linear",
@@ -477,7 +479,7 @@ def _tensor_sinks(node: UOp) -> list[UOp]:
     program's body stays alive, so its next realize skips this walk)."""
     sinks = node._cache.get("tensor_sinks")
     if sinks is None:
-        node._cache["tensor_sinks"] = sinks = [
+        node_cache(node)["tensor_sinks"] = sinks = [
             n for n in node.toposort(enter=_enter_kernel_graph)
             if n.op is Ops.SINK and not isinstance(n.arg, KernelInfo)]
     return sinks
@@ -537,12 +539,12 @@ def _bind_arg(a: UOp, scope: tuple[UOp, ...], fresh: dict[UOp, UOp]) -> UOp:
 
 def _kernel_vars(ast: UOp) -> frozenset[str]:
     """Names of the variables a kernel AST reads (cached on the node)."""
-    cache = ast._cache
-    if "vars" not in cache:
-        cache["vars"] = frozenset(
+    names = ast._cache.get("vars")
+    if names is None:
+        node_cache(ast)["vars"] = names = frozenset(
             n.arg[0] for n in ast.toposort() if n.op is Ops.DEFINE_VAR
         )
-    return cache["vars"]
+    return names
 
 
 def _collect_var_vals(binds: Iterable[UOp], used: set[str]) -> dict[str, int]:

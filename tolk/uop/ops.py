@@ -316,6 +316,25 @@ def fresh_internal_buffer_slot() -> int:
 _intern: dict[tuple, weakref.ref] = {}
 _intern_lock = threading.Lock()  # only for replacing an entry whose node just died
 
+# A node's `_cache` until something is stored in it: one shared, read-only empty mapping, so
+# the many nodes nothing is ever remembered on (the calls a schedule builds, the slices a plan
+# makes) carry no dict of their own. Read ``u._cache`` freely; store through `node_cache`.
+_NO_CACHE = types.MappingProxyType({})
+_cache_lock = threading.Lock()
+
+
+def node_cache(u: UOp) -> dict:
+    """The dict of what is remembered on `u`, to store into: made on first use, once even
+    when threads ask together (a store into ``u._cache`` itself raises TypeError before)."""
+    cache = u._cache
+    if cache.__class__ is dict:
+        return cache
+    with _cache_lock:
+        cache = u._cache
+        if cache.__class__ is not dict:
+            cache = u._cache = {}
+    return cache
+
 
 # canonical tuple args -> one object for all nodes that have them, so that the graphs of two
 # runs of one program (a cached schedule's key and a new graph's, say) hold the very same
@@ -475,7 +494,7 @@ class UOp:
         node.arg_key = arg_key
         node._key = node._form = node._links = None  # made when asked for (see tolk.uop.form)
         node._mark = node._scratch = None
-        node._cache = {}  # made with the node: threads never race to create it
+        node._cache = _NO_CACHE  # a dict of its own when something is stored: `node_cache`
         ref = _Ref(node, _drop)
         ref.key = k
         # insert-if-absent is one atomic dict operation: two threads building one node get one

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from tolk.helpers import prod
-from tolk.uop.ops import Ops, UOp, register_arg_type
+from tolk.uop.ops import Ops, UOp, node_cache, register_arg_type
 
 
 @register_arg_type
@@ -137,12 +137,14 @@ def _cached(u: UOp, name: str, infer) -> object:
         if name not in s._cache:
             break
     else:  # a new node over known sources, as a tensor op builds it: no walk
-        cache[name] = value = infer(u)
+        value = infer(u)
+        node_cache(u)[name] = value
         return value
     for n in u.toposort(enter=lambda n: name not in n._cache):
         if name not in n._cache:
-            n._cache[name] = infer(n)
-    return cache[name]
+            value = infer(n)
+            node_cache(n)[name] = value
+    return u._cache[name]
 
 
 def shape_of(u: UOp) -> Shape:
@@ -156,11 +158,11 @@ def _infer_noting_device(n: UOp) -> Shape:
     it is built, so a chain of ops knows its device without the walk of `device_of`."""
     own = _OWN_DEVICE.get(n.op)
     if own is not None:
-        n._cache["device"] = own(n)
+        node_cache(n)["device"] = own(n)
     elif n.src:
         first = n.src[0]._cache.get("device")
         if first is not None:
-            n._cache["device"] = first
+            node_cache(n)["device"] = first
     return _infer(n)
 
 
@@ -210,4 +212,4 @@ _OWN_DEVICE = {
 
 
 def _remember_device(n: UOp, device: str | None) -> None:
-    n._cache["device"] = device
+    node_cache(n)["device"] = device
