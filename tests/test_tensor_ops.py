@@ -39,6 +39,7 @@ from tensor_strategies import (
     tolerance,
     weak_scalar_dtype,
 )
+from tolk.dtype import dtypes
 from tolk.helpers import Context
 from tolk.schedule import schedule_cache_info
 from tolk.tensor import Tensor
@@ -1881,3 +1882,47 @@ def test_assign_broadcasts_like_numpy_setitem():
                                   np.broadcast_to(np.arange(4, dtype=np.float32), (2, 4)))
     with pytest.raises(ValueError, match=r"\(3,\)"):
         x.assign(Tensor(np.zeros(3, np.float32)))
+
+
+# ---------------------------------------------------------------------------------------------
+# special values: what numpy gives, not what an equivalent formula gives
+
+
+@pytest.mark.parametrize("np_dtype", [np.float16, np.float32, np.float64])
+def test_floor_and_ceil_keep_infinities_nan_and_signed_zeros(np_dtype):
+    x = np.array([np.inf, -np.inf, np.nan, -0.0, 0.0, -0.5, 0.5, -1.5, 1.5, -2.0, 3.7, -3.7,
+                  np.finfo(np_dtype).max, np.finfo(np_dtype).min], np_dtype)
+    for name in ("floor", "ceil"):
+        got, want = getattr(Tensor(x), name)().numpy(), getattr(np, name)(x)
+        assert got.dtype == want.dtype
+        assert np.array_equal(got, want, equal_nan=True), (name, got, want)
+        assert np.array_equal(np.signbit(got), np.signbit(want)), (name, got, want)
+
+
+def test_a_sum_of_products_with_an_operand_broadcast_along_the_summed_axis_is_not_factored():
+    # sum(x * c) over an axis where c is constant: numpy multiplies first, so 0 * inf is nan
+    # and 3e38 * 0.5 does not overflow
+    zero_one = np.array([0, 1], np.float32)
+    assert np.isnan((Tensor(zero_one) * float("inf")).sum().numpy())
+    big = np.array([3e38, 3e38], np.float32)
+    assert (Tensor(big) * 0.5).sum().numpy() == np.float32(3e38)
+    assert Tensor(np.zeros((0, 0), np.float32)).mean(0).sum().numpy() == 0.0
+    x = np.array([[1, 0], [2, 3]], np.float32)
+    c = np.array([np.inf, 1], np.float32)
+    got = (Tensor(x) * Tensor(c).reshape(2, 1)).sum(1).numpy()
+    np.testing.assert_array_equal(got, (x * c.reshape(2, 1)).sum(1))
+    a, b = np.arange(6, dtype=np.float32).reshape(2, 3), np.arange(12, dtype=np.float32)
+    np.testing.assert_allclose((Tensor(a) @ Tensor(b.reshape(3, 4))).numpy(), a @ b.reshape(3, 4))
+
+
+def test_uint64_constants_past_int64_realize_and_leave_the_tensor_usable():
+    u = np.array([0, 5], np.uint64)
+    np.testing.assert_array_equal((~Tensor(u)).numpy(), ~u)
+    np.testing.assert_array_equal((Tensor(u) + 2**63).numpy(), u + np.uint64(2**63))
+    np.testing.assert_array_equal((Tensor(u) ^ (2**64 - 1)).numpy(), u ^ np.uint64(2**64 - 1))
+    full = Tensor.full((2,), 2**63, dtype=dtypes.uint64).numpy()
+    assert full.dtype == np.uint64 and full.tolist() == [2**63, 2**63]
+    z = Tensor(np.array([1, 2], np.uint64))
+    z.assign(z + 2**63)
+    assert z.numpy().tolist() == [2**63 + 1, 2**63 + 2]
+    assert z[1:].numpy().tolist() == [2**63 + 2]

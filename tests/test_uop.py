@@ -446,3 +446,21 @@ def test_a_node_gets_a_cache_dict_of_its_own_only_when_something_is_stored():
     got[0]["x"] = 1
     assert node_cache(a)["x"] == 1 and "x" not in b._cache
     assert shape_of(b) == () and b._cache["shape"] == ()  # inference stores through it
+
+
+def test_int_args_past_int64_round_trip_and_are_keyed_apart():
+    wide = [2**63, 2**64 - 1, -(2**63) - 1, -(2**64) + 1]
+    nodes = [UOp(Ops.CONST, dtypes.uint64, (), v) for v in wide]
+    keys = {n.key for n in nodes} | {UOp(Ops.CONST, dtypes.uint64, (), 2**63 - 1).key}
+    assert len(keys) == 5
+    for n, v in zip(nodes, wide):
+        back = import_graph(export_graph(n))
+        assert back is n and back.arg == v
+    with pytest.raises(ValueError, match="beyond 64 bits"):
+        UOp(Ops.CONST, dtypes.uint64, (), 2**64).key
+    # the wide form is only for ints int64 cannot hold: anything else is not canonical
+    data = export_graph(UOp(Ops.CONST, dtypes.uint64, (), 2**63))
+    at = data.index(b"I\x00")
+    narrow = data[:at] + b"I\x00\x05" + data[at + 2 + 10:]
+    with pytest.raises(GraphFormatError, match="not canonical"):
+        import_graph(narrow)

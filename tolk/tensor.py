@@ -536,10 +536,15 @@ class Tensor:
         return self._alu(Ops.TRUNC) if self.dtype.is_float else self
 
     def floor(self) -> Tensor:
-        return self.floordiv(1) if self.dtype.is_float else self
+        """Round toward negative infinity; infinities, nan and -0.0 stay (numpy's floor)."""
+        if not self.dtype.is_float:
+            return self
+        t = self.trunc()  # not x // 1: numpy's inf // 1 is nan
+        return (self < t).where(t - 1, t)
 
     def ceil(self) -> Tensor:
-        return -((-self).floordiv(1)) if self.dtype.is_float else self
+        """Round toward positive infinity, as numpy's ceil (``-floor(-x)``)."""
+        return -((-self).floor()) if self.dtype.is_float else self
 
     def abs(self) -> Tensor:
         return self if self.dtype is dtypes.bool or self.dtype.is_unsigned else self._alu(Ops.ABS)

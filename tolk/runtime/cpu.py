@@ -61,9 +61,9 @@ def _contraction_operands(node: UOp, users: dict[UOp, int]):
         return None
     ops = tuple(x.src[0] if x.op is Ops.EXPAND and users.get(x, 0) == 1 else x for x in mul.src)
     full = shape_of(mul)
-    for ax in node.arg[1]:  # a summed axis broadcast in both operands would lose its count
-        if all(shape_of(o)[ax] == 1 and full[ax] != 1 for o in ops):
-            return None
+    for ax in node.arg[1]:  # a summed axis broadcast in an operand: einsum would factor it
+        if any(shape_of(o)[ax] == 1 and full[ax] != 1 for o in ops):  # out of the sum
+            return None  # (sum(x) * c is not sum(x * c) for inf, nan and overflow)
     return ops
 
 

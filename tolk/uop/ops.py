@@ -255,8 +255,15 @@ def encode_arg(arg: Any, out: bytearray) -> None:
     elif arg is False:
         out += b"F"
     elif t is int:
-        out += b"i"
-        _varint(arg, out)
+        if -(1 << 63) <= arg < (1 << 63):
+            out += b"i"
+            _varint(arg, out)
+        elif -(1 << 64) < arg < (1 << 64):  # a uint64 constant past int64: sign, magnitude
+            out += b"I"
+            out.append(arg < 0)
+            _uvarint(abs(arg), out)
+        else:
+            raise ValueError(f"integer arg {arg} is beyond 64 bits")
     elif t is float:
         out += b"f" + struct.pack("<d", arg)
     elif t is str:

@@ -123,6 +123,11 @@ class _Reader:
             return False
         if tag == 0x69:  # i
             return self.svarint()
+        if tag == 0x49:  # I: an int past int64, as sign and magnitude
+            negative, magnitude = self.byte(), self.uvarint()
+            if negative > 1 or not (1 << 63) + negative <= magnitude < (1 << 64):
+                raise self.fail(f"wide integer ({negative}, {magnitude}) is not canonical")
+            return -magnitude if negative else magnitude
         if tag == 0x66:  # f
             return struct.unpack("<d", self.take(8))[0]
         if tag == 0x73:  # s
