@@ -40,6 +40,7 @@ from tensor_strategies import (
     weak_scalar_dtype,
 )
 from tolk.dtype import dtypes
+from tolk.errors import ShapeError
 from tolk.helpers import Context
 from tolk.schedule import schedule_cache_info
 from tolk.tensor import Tensor
@@ -1926,3 +1927,52 @@ def test_uint64_constants_past_int64_realize_and_leave_the_tensor_usable():
     z.assign(z + 2**63)
     assert z.numpy().tolist() == [2**63 + 1, 2**63 + 2]
     assert z[1:].numpy().tolist() == [2**63 + 2]
+
+
+def test_a_tensor_iterates_over_its_first_axis_and_a_0d_one_not_at_all():
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    rows = list(Tensor(x))
+    assert len(rows) == 3 and all(r.shape == (2,) for r in rows)
+    np.testing.assert_array_equal(np.stack([r.numpy() for r in rows]), x)
+    assert list(Tensor(np.zeros((0, 2), np.float32))) == []
+    with pytest.raises(TypeError, match="0-d"):
+        list(Tensor(1.0))
+
+
+def test_numpy_defers_to_tensor_operators():
+    with pytest.raises(TypeError, match="ndarray"):
+        np.ones(3, np.float32) + Tensor.ones(3)
+    with pytest.raises(TypeError, match="ndarray"):
+        Tensor.ones(3) + np.ones(3, np.float32)
+
+
+@pytest.mark.parametrize("bad, error, words", [
+    (lambda: Tensor.ones(2, 3).cat(np.zeros((2, 3))), TypeError, "cat takes Tensors"),
+    (lambda: Tensor.stack(Tensor.ones(2), 3), TypeError, "stack takes Tensors"),
+    (lambda: Tensor.ones(2, 3) @ [[1], [2], [3]], TypeError, "matmul takes Tensors"),
+    (lambda: Tensor.ones(2, 3).pad(((1,), (1, 1))), ShapeError, "pad"),
+    (lambda: Tensor.ones(2, 3).shrink(((0,), (0, 1))), ShapeError, "shrink"),
+    (lambda: Tensor.ones(1, 1, 4, 4).conv2d(Tensor.ones(1, 1, 2, 2), stride=0), ShapeError,
+     "stride"),
+    (lambda: Tensor.ones(1, 1, 4, 4).max_pool2d(0), ShapeError, "kernel size"),
+    (lambda: Tensor.ones(1, 1, 4, 4).max_pool2d(2, stride=0), ShapeError, "stride"),
+    (lambda: Tensor.ones(1, 1, 4, 4).avg_pool2d(2, dilation=0), ShapeError, "dilation"),
+    (lambda: Tensor.ones(4).max_pool2d(), ShapeError, "at least 2 axes"),
+    (lambda: Tensor.ones(2, 3).cast(None), TypeError, "None"),
+    (lambda: Tensor.ones(2, 3).flatten(1, 0), ShapeError, "after end_dim"),
+    (lambda: Tensor.ones(2, 3).expand(-1, 2, 3), ShapeError, "leading"),
+])
+def test_bad_arguments_raise_errors_that_name_them(bad, error, words):
+    with pytest.raises(error, match=words):
+        bad()
+    np.testing.assert_array_equal(Tensor.ones(2, 3).flatten(1, 1).numpy(), np.ones((2, 3)))
+
+
+def test_pad_keeps_the_dtype_and_casts_the_value_as_np_pad():
+    x = np.zeros(2, np.int32)
+    for value in (7.5, -7.5, 3):
+        got = Tensor(x).pad(((1, 0),), value=value).numpy()
+        want = np.pad(x, (1, 0), constant_values=value)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), (value, got, want)
+    got = Tensor(np.zeros(2, np.float16)).pad(((0, 1),), value=0.1).numpy()
+    assert got.dtype == np.float16 and got[-1] == np.float16(0.1)

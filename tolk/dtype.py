@@ -95,6 +95,8 @@ def to_dtype(x: DType | str | type | np.dtype) -> DType:
     """Accept a DType, a dtype name, or anything numpy understands as a dtype."""
     if isinstance(x, DType):
         return x
+    if x is None:  # numpy reads None as float64; a tensor library should not guess
+        raise TypeError("not a dtype: None")
     if isinstance(x, str) and x in ALL_DTYPES:
         return ALL_DTYPES[x]
     try:

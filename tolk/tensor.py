@@ -145,6 +145,7 @@ class Tensor:
     # (the computed one, not an intermediate view); realizing that tensor makes this one a
     # view of its buffer (see callify).
     __slots__ = ("uop", "_parent", "__weakref__")
+    __array_ufunc__ = None  # numpy defers to Tensor's operators (``ndarray + Tensor``: TypeError)
     _seed = [0]
     _rng_counter = [0]
 
@@ -226,6 +227,13 @@ class Tensor:
         if not self.shape:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
+
+    def __iter__(self):
+        """The sub-tensors along the first axis, as numpy iterates an array; a 0-d tensor is
+        not iterable (TypeError), as a 0-d array is not."""
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(len(self)))
 
     def __repr__(self) -> str:
         return f"<Tensor shape={self.shape} dtype={self.dtype.name} device={self.device}>"
@@ -800,6 +808,9 @@ class Tensor:
         shape = _shape_arg(shape, allow_neg=True)
         if len(shape) < self.ndim:
             raise ShapeError(f"cannot expand {self.shape} to fewer dimensions {shape}")
+        if any(s == -1 for s in shape[:len(shape) - self.ndim]):
+            raise ShapeError(f"cannot expand {self.shape} to {shape}: -1 (keep the size) in a "
+                             "new leading dimension")
         x = (self.reshape((1,) * (len(shape) - self.ndim) + self.shape) if len(shape) > self.ndim
              else self)
         new = tuple(o if s == -1 else s for s, o in zip(shape, x.shape))
@@ -810,7 +821,8 @@ class Tensor:
 
     def pad(self, padding, value: Scalar = 0) -> Tensor:
         """Pad with `value`: ``padding`` is ``((before, after), ...)`` per axis (None = no pad),
-        or a flat tuple of ints in PyTorch order (last axis first)."""
+        or a flat tuple of ints in PyTorch order (last axis first). The result keeps this
+        tensor's dtype, `value` cast to it (as ``np.pad``: 7.5 pads an int tensor with 7)."""
         pads = _pad_arg(padding, self.ndim)
         if any(b < 0 or a < 0 for b, a in pads):
             x = self.shrink(tuple((max(0, -b), s - max(0, -a))
@@ -822,13 +834,14 @@ class Tensor:
         if value == 0 and not (isinstance(value, float) and math.copysign(1.0, value) < 0):
             return out
         inside = Tensor.ones(self.shape, dtype=dtypes.bool, device=self.device)._mov(Ops.PAD, pads)
-        return inside.where(out, value)
+        return inside.where(out, Tensor.full((), value, self.dtype, self.device))
 
     def shrink(self, arg) -> Tensor:
         """Keep ``[start, end)`` per axis (None = all). Bounds may be bound Variables (plus an
         int offset): the result then has a symbolic shape sized at run time."""
         if len(arg) != self.ndim:
             raise ShapeError(f"shrink needs {self.ndim} (start, end) pairs, got {len(arg)}")
+        _check_pairs("shrink", tuple(arg))
         binds: dict[str, UOp] = {}
         bounds = []
         for a, size in zip(arg, self.shape):
@@ -863,6 +876,9 @@ class Tensor:
         if self.ndim == 0:
             return self.reshape(1)
         s, e = _norm_axis(start_dim, self.ndim), _norm_axis(end_dim, self.ndim)
+        if s > e:
+            raise ShapeError(f"flatten of shape {self.shape}: start_dim {start_dim} comes after "
+                             f"end_dim {end_dim}")
         return self.reshape(self.shape[:s] + (prod(self.shape[s : e + 1]),) + self.shape[e + 1 :])
 
     def squeeze(self, dim=None) -> Tensor:
@@ -963,6 +979,7 @@ class Tensor:
 
     def cat(self, *others: Tensor, dim: int = 0) -> Tensor:
         ts = (self, *others)
+        _all_tensors("cat", ts)
         d = _norm_axis(dim, self.ndim)
         for t in ts:
             if t.ndim != self.ndim \
@@ -985,6 +1002,7 @@ class Tensor:
             ts = tuple(ts[0])
         if not ts:
             raise ValueError("stack needs at least one tensor")
+        _all_tensors("stack", ts)
         d = _norm_axis(dim, ts[0].ndim + 1)
         return ts[0].unsqueeze(d).cat(*(t.unsqueeze(d) for t in ts[1:]), dim=d)
 
@@ -1006,6 +1024,7 @@ class Tensor:
 
     def matmul(self, w: Tensor) -> Tensor:
         """numpy matmul semantics: 1-D operands are promoted and squeezed; batches broadcast."""
+        _all_tensors("matmul", (self, w))
         if self.ndim == 0 or w.ndim == 0:
             raise ShapeError(f"matmul needs at least 1-D operands, got {self.shape} and {w.shape}")
         x = self.unsqueeze(0) if self.ndim == 1 else self
@@ -1028,6 +1047,7 @@ class Tensor:
     __matmul__ = matmul
 
     def __rmatmul__(self, x: Tensor) -> Tensor:
+        _all_tensors("matmul", (x, self))
         return x.matmul(self)
 
     def linear(self, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -1056,6 +1076,12 @@ class Tensor:
 
     def _window_outs(self, k, stride, dilation) -> tuple[int, ...]:
         """Output sizes of windows `k` sliding over the last len(k) axes; ShapeError if none fit."""
+        for what, v in (("kernel size", k), ("stride", stride), ("dilation", dilation)):
+            if len(v) != len(k) or any(x < 1 for x in v):
+                raise ShapeError(f"{what} must be {len(k)} ints >= 1, got {v}")
+        if self.ndim < len(k):
+            raise ShapeError(f"a {len(k)}-D window needs at least {len(k)} axes, got shape "
+                             f"{self.shape}")
         spatial = self.shape[-len(k):]
         outs = tuple((s - d * (kk - 1) - 1) // st + 1
                      for s, kk, st, d in zip(spatial, k, stride, dilation))
@@ -1282,7 +1308,20 @@ def _pad_arg(padding, ndim: int) -> tuple[tuple[int, int], ...]:
         return tuple([(0, 0)] * (ndim - len(pairs)) + pairs[::-1])
     if len(padding) != ndim:
         raise ShapeError(f"pad needs {ndim} (before, after) pairs, got {len(padding)}")
+    _check_pairs("pad", padding)
     return tuple((0, 0) if p is None else (int(p[0]), int(p[1])) for p in padding)
+
+
+def _check_pairs(what: str, pairs: tuple) -> None:
+    for p in pairs:
+        if not (p is None or isinstance(p, (tuple, list)) and len(p) == 2):
+            raise ShapeError(f"{what} {pairs}: each axis takes None or a pair, got {p!r}")
+
+
+def _all_tensors(what: str, ts) -> None:
+    for t in ts:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{what} takes Tensors, got {type(t).__name__}: wrap it in Tensor()")
 
 
 def _pair(x) -> tuple[int, int]:
