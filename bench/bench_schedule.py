@@ -28,8 +28,9 @@ the same lifetimes) is cleared before each run, so every run plans. Two numbers 
   the scheduler's tables take new memory.
 - repeats: the medians of the next ``REPEATS[n]`` runs on the same graph. A small graph's
   repeats reuse the memory its first run freed (Python keeps those pools); a large one's
-  emptied arenas go back to the system and come back as fresh pages (at 100k kernels ~0.3 page
-  faults and 0.5-1.6 µs of system time per kernel, every run).
+  emptied arenas go back to the system and come back as fresh pages (at 100k kernels, measured
+  at 132042a: 0-0.1 page faults a kernel in create_schedule, ~0.25 in memory_plan_rewrite, up
+  to 0.4 µs of system time per kernel, every run).
 
 Cold (``--no-cold``: off): each round also times tolk's smallest size with the CPU caches
 emptied before every timed run (a 64 MiB buffer read line by line after the collection).
