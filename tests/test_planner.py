@@ -259,7 +259,8 @@ def test_long_skyline_views_pick_what_a_plain_scan_picks():
     other = first + rng.integers(0, 60, n)
     score = rng.integers(0, 50, n).astype(np.float64)  # small integers: many ties
     placed = bytearray(n)
-    view = P._View(np.arange(n), first, other, score, steps, placed)
+    values, code = P._values(max(n, int(other.max())) + 2, score)
+    view = P._View(np.arange(n), first, other, score, code, steps, placed, values)
     assert view.blocked
     plain = score.copy()
     for _ in range(400):
@@ -296,7 +297,8 @@ def test_whole_view_queries_pick_what_a_plain_scan_picks_through_rebuilds(n):
     other = first + rng.integers(0, 20, n)
     score = rng.integers(0, 30, n).astype(np.float64)  # many ties
     placed = bytearray(n)
-    view = P._View(np.arange(n), first, other, score, steps, placed)  # position order = id
+    values, code = P._values(max(n, int(other.max())) + 2, score)
+    view = P._View(np.arange(n), first, other, score, code, steps, placed, values)  # order = id
     plain = score.copy()
     rebuilds = ranked = 0
     for _ in range(n):
@@ -382,3 +384,31 @@ def test_the_skyline_never_sets_a_segment_below_the_level_it_fills(monkeypatch):
         plan = assign_offsets(sizes, firsts, lasts)
         assert not find_overlaps([-(-s // 256) * 256 for s in sizes], firsts, lasts, plan.offsets)
     assert any(seen) and not all(seen)  # both kinds of segment were set
+
+
+def test_the_skyline_lists_share_one_object_per_value(monkeypatch):
+    # a skyline run's lists hold shared objects (one int per value, one float per distinct
+    # score), not an object per entry: what keeps a 100k-buffer run's tables in the caches
+    from tolk.schedule import planner as P
+
+    monkeypatch.setattr(P, "_shared_ints", (np.empty(0, dtype=object), []))
+    monkeypatch.setattr(P, "_SHARED_INTS_MAX", 5000)
+    rng = random.Random(3)
+    n = 3000
+    firsts = [rng.randrange(1000) for _ in range(n)]
+    lasts = [f + rng.randrange(40) for f in firsts]
+    prob = P._Problem.build([1 + rng.randrange(9) for _ in range(n)], firsts, lasts)
+    cand = P._Candidates(prob, [float(s * ln) for s, ln in zip(prob.sizes, prob.length)])
+    ints, floats = cand.values.ints_l, cand.values.floats
+    assert ints == list(range(len(ints))) and cand.values.ints[7] is ints[7]
+    for view in (cand.by_first, cand.by_last):
+        for seq in (view.ids_l, view.other_l, view.pos, view.start):
+            assert all(x is ints[x] for x in seq)
+        distinct = {id(x) for x in view.score_l}
+        assert len(distinct) == len(floats) == len(set(view.score_l))
+    kept = P._shared_ints[1]
+    assert len(kept) >= n and P._int_table(10)[1] is kept  # kept between runs, reused
+    big = P._int_table(6000)[1]
+    assert len(big) == 6000 and P._shared_ints[1] is kept  # past the bound: not kept
+    plan = P.assign_offsets([256] * 4, [0, 0, 1, 2], [0, 1, 2, 3])
+    assert plan.arena == 512 and P._shared_ints[1] is kept
