@@ -1976,3 +1976,66 @@ def test_pad_keeps_the_dtype_and_casts_the_value_as_np_pad():
         assert got.dtype == want.dtype and got.tolist() == want.tolist(), (value, got, want)
     got = Tensor(np.zeros(2, np.float16)).pad(((0, 1),), value=0.1).numpy()
     assert got.dtype == np.float16 and got[-1] == np.float16(0.1)
+
+
+def test_python_ints_past_int64_make_uint64_and_wide_fills_int64():
+    got = Tensor([2**63]).numpy()
+    assert got.dtype == np.uint64 and got.tolist() == [2**63]
+    assert Tensor([2**40, 1]).numpy().dtype == np.int64 and Tensor([1, 2]).dtype is dtypes.int32
+    full = Tensor.full((2,), 2**40).numpy()
+    assert full.dtype == np.int64 and full.tolist() == [2**40, 2**40]
+    with pytest.raises(ValueError, match="int32"):  # a weak scalar keeps the tensor's dtype
+        Tensor(np.array([1], np.int32)) + 2**40
+
+
+def test_axes_may_be_numpy_ints_and_a_0d_tensor_reduces_over_axis_0_as_numpy():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = Tensor(x)
+    for ax in (np.int64(1), (np.int64(1),), np.int32(-1)):
+        np.testing.assert_array_equal(t.sum(ax).numpy(), x.sum(ax if not isinstance(ax, tuple)
+                                                                else ax[0]))
+    np.testing.assert_array_equal(t.argmax(np.int64(1)).numpy(), x.argmax(1))
+    np.testing.assert_array_equal(t.flip(np.int64(0)).numpy(), x[::-1])
+    s = np.float32(3.0)
+    for name in ("sum", "max", "min", "argmax", "argmin"):
+        for ax in (0, -1):
+            assert getattr(Tensor(s), name)(ax).numpy() == getattr(np.array(s), name)(axis=ax)
+    with pytest.raises(ShapeError, match="0-d"):
+        Tensor(s).sum((0,))
+    with pytest.raises(TypeError, match="axis must be an int"):
+        t.sum("a")
+    with pytest.raises(ShapeError, match="0-d tensors cannot be concatenated"):
+        Tensor(1.0).cat(Tensor(2.0))
+    assert Tensor.ones(1, 2, 1).squeeze((0, 2)).shape == (2,)
+    assert Tensor.ones(1, 2, 1).squeeze((0, 1)).shape == (2, 1)  # size 2 stays, as PyTorch
+
+
+@pytest.mark.parametrize("values", [[1.0, 2.0], [1.0, 1.0], [5.0]])
+def test_var_and_std_with_a_correction_of_at_least_n_divide_by_zero_as_numpy(values):
+    x = np.array(values, np.float32)
+    for correction in (len(values), len(values) + 1):
+        with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want_var, want_std = np.var(x, ddof=correction), np.std(x, ddof=correction)
+        np.testing.assert_array_equal(Tensor(x).var(correction=correction).numpy(), want_var)
+        np.testing.assert_array_equal(Tensor(x).std(correction=correction).numpy(), want_std)
+
+
+def test_an_assign_into_a_view_that_shows_padding_makes_the_pad_a_new_tensor():
+    a = Tensor(np.arange(4, dtype=np.float32)).realize()
+    p = a.pad(((2, 2),))
+    p.assign(Tensor(np.full(8, 7.0, np.float32)))
+    assert p.numpy().tolist() == [7.0] * 8 and a.numpy().tolist() == [0, 1, 2, 3]
+    x = Tensor(np.arange(10, dtype=np.float32)).realize()
+    x[::3] = 0.0  # a strided slice pads and shrinks the padding away: still a view of x
+    assert x.numpy().tolist() == [0, 1, 2, 0, 4, 5, 0, 7, 8, 0]
+    a = Tensor(np.arange(4, dtype=np.float32)).realize()
+    a.pad(((1, 1),))[1:3] = 9.0  # shows none of the padding: writes through
+    assert a.numpy().tolist() == [9, 9, 2, 3]
+
+
+def test_a_gather_from_an_empty_axis_is_refused_when_it_is_built():
+    empty = Tensor(np.zeros((0, 3), np.float32))
+    with pytest.raises(ShapeError, match="empty"):
+        empty.gather(Tensor([0]))
+    assert empty.gather(Tensor(np.zeros(0, np.int32))).numpy().shape == (0, 3)

@@ -404,6 +404,8 @@ def assign(target: Tensor, x) -> Tensor:
             raise ValueError(f"cannot assign into a broadcast (expanded) view of shape "
                              f"{target.shape}: it is read-only, as in numpy")
         chain = chain.src[0]
+    if _shows_padding(target.uop):  # a pad is a new tensor (as np.pad's copy): its padding has
+        target._set(target.contiguous().uop)  # no storage in the buffer it pads
     if not _is_view_of_state(target.uop):
         realize([target])  # realizes the tensor `target` is a view of, if it is one
     state = _base_and_chain(target.uop)
@@ -420,6 +422,29 @@ def assign(target: Tensor, x) -> Tensor:
         t.uop = t.uop.substitute({state: new_state})
         _register_view(t)
     return target
+
+
+def _shows_padding(u: UOp) -> bool:
+    """Whether the view `u` (movement ops over a buffer state) has elements that are a PAD's
+    padding rather than elements of the buffer (a strided slice pads and shrinks it away
+    again: no). Found by moving the buffer's element indices, padding with -1, through the
+    chain; False for a chain without PAD or with symbolic shapes."""
+    chain = []
+    while u.op in GroupOp.Movement:
+        chain.append(u)
+        u = u.src[0]
+    if not any(m.op is Ops.PAD for m in chain) or shape_syms(shape_of(u)) \
+            or any(shape_syms(shape_of(m)) for m in chain):
+        return False
+    idx = np.arange(prod(shape_of(u)), dtype=np.int64).reshape(shape_of(u))
+    for m in reversed(chain):
+        op, arg = m.op, m.arg
+        idx = (idx.reshape(arg) if op is Ops.RESHAPE else np.transpose(idx, arg)
+               if op is Ops.PERMUTE else np.broadcast_to(idx, arg) if op is Ops.EXPAND
+               else np.pad(idx, arg, constant_values=-1) if op is Ops.PAD
+               else idx[tuple(slice(b, e) for b, e in arg)] if op is Ops.SHRINK
+               else np.flip(idx, arg))
+    return bool((idx < 0).any())
 
 
 def _conflicting_binds(a: UOp, b: UOp) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -109,6 +110,10 @@ def _view_states() -> list[UOp]:
 
 
 def _norm_axis(axis: int, ndim: int) -> int:
+    try:
+        axis = operator.index(axis)  # numpy's integers are axes too
+    except TypeError:
+        raise TypeError(f"an axis must be an int, got {type(axis).__name__} {axis!r}") from None
     if not -ndim <= axis < max(ndim, 1):
         raise ShapeError(f"axis {axis} is out of range for a tensor of rank {ndim}")
     return axis % ndim if ndim else 0
@@ -619,7 +624,14 @@ class Tensor:
     def _axes(self, axis) -> tuple[int, ...]:
         if axis is None:
             return tuple(range(self.ndim))
-        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        if isinstance(axis, (int, np.integer)):
+            if self.ndim == 0 and axis in (0, -1):  # numpy: a 0-d array reduces over axis 0
+                return ()  # or -1 as over none
+            axes: tuple = (axis,)
+        else:
+            axes = tuple(axis)
+            if self.ndim == 0 and axes:
+                raise ShapeError(f"axis {axis} is out of range for a 0-d tensor")
         out = tuple(_norm_axis(a, self.ndim) for a in axes)
         if len(set(out)) != len(out):
             raise ShapeError(f"repeated axis in {axis}")
@@ -693,14 +705,16 @@ class Tensor:
         div = n - correction
         if isinstance(div, Tensor):
             return (d * d).sum(axis, keepdim) / div.cast(x.dtype)
-        return (d * d).sum(axis, keepdim) * (1 / div if div > 0 else float("nan"))
+        if div <= 0:  # numpy (ddof >= n): a division by zero, inf (or nan where all are equal)
+            return (d * d).sum(axis, keepdim) / 0.0
+        return (d * d).sum(axis, keepdim) * (1 / div)
 
     def std(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor:
         return self.var(axis, keepdim, correction).sqrt()
 
     def _arg(self, op: Ops, axis, keepdim: bool) -> Tensor:
         """Index (int64) of the first extreme value along `axis`; a NaN counts as extreme."""
-        if axis is None:
+        if axis is None or self.ndim == 0 and not isinstance(axis, tuple) and axis in (0, -1):
             out = self.flatten()._arg(op, 0, False)
             return out.reshape((1,) * self.ndim) if keepdim else out
         ax = _norm_axis(axis, self.ndim)
@@ -882,14 +896,15 @@ class Tensor:
         return self.reshape(self.shape[:s] + (prod(self.shape[s : e + 1]),) + self.shape[e + 1 :])
 
     def squeeze(self, dim=None) -> Tensor:
+        """Drop axes of size 1: all of them, or those of `dim` (an int or a tuple) that have
+        size 1 (others stay, as in PyTorch)."""
         if dim is None:
             return self.reshape(tuple(s for s in self.shape if s != 1))
+        dims = {_norm_axis(d, self.ndim) for d in (dim if isinstance(dim, tuple) else (dim,))}
         if self.ndim == 0:
             return self
-        d = _norm_axis(dim, self.ndim)
-        if self.shape[d] != 1:
-            return self
-        return self.reshape(self.shape[:d] + self.shape[d + 1 :])
+        return self.reshape(tuple(s for i, s in enumerate(self.shape)
+                                  if not (i in dims and s == 1)))
 
     def unsqueeze(self, dim: int) -> Tensor:
         d = _norm_axis(dim, self.ndim + 1)
@@ -980,6 +995,8 @@ class Tensor:
     def cat(self, *others: Tensor, dim: int = 0) -> Tensor:
         ts = (self, *others)
         _all_tensors("cat", ts)
+        if self.ndim == 0:
+            raise ShapeError("0-d tensors cannot be concatenated (stack them, or reshape to 1-d)")
         d = _norm_axis(dim, self.ndim)
         for t in ts:
             if t.ndim != self.ndim \
@@ -1057,8 +1074,8 @@ class Tensor:
     def embedding(self, weight: Tensor) -> Tensor:
         """``idx.embedding(weight)``: rows of `weight` (vocab, ...) picked by integer `self`.
 
-        Out-of-range indices are an error at run time (numpy's IndexError semantics are not
-        available lazily, so they are clipped to the valid range; see `gather`)."""
+        Out-of-range indices are clipped to the valid range, not an error (a lazy program
+        cannot raise numpy's IndexError mid-run; see `gather`)."""
         return weight.gather(self)
 
     def gather(self, idx: Tensor) -> Tensor:
@@ -1070,6 +1087,9 @@ class Tensor:
                             f"got {getattr(idx, 'dtype', idx)}")
         if self.ndim == 0:
             raise ShapeError("gather needs a tensor with at least one axis")
+        if self.shape[0] == 0 and idx.numel() != 0:
+            raise ShapeError(f"gather of {idx.shape} indices from a tensor of shape {self.shape}: "
+                             "its first axis is empty, so no index is valid")
         if idx.device != self.device:
             raise DeviceError(f"gather indices on {idx.device}, values on {self.device}")
         return Tensor(UOp(Ops.GATHER, self.dtype, (self.uop, idx.uop)))
@@ -1201,7 +1221,11 @@ class Tensor:
         return Tensor(UOp(Ops.COPY, self.dtype, (self.uop,), dev))
 
     def assign(self, x: Tensor | Scalar) -> Tensor:
-        """Store `x` into this tensor's buffer in place; views of it see the new data."""
+        """Store `x` into this tensor's buffer in place; views of it see the new data.
+
+        A view that shows a `pad`'s padding is a new tensor, as ``np.pad``'s copy: the assign
+        makes it one (the padded tensor keeps its values); a view of the padded tensor that
+        shows none of the padding writes through to it."""
         return _callify.assign(self, x)
 
     def realize(self, *others: Tensor) -> Tensor:
@@ -1395,8 +1419,12 @@ def _py_value(x: Scalar, d: DType) -> Scalar:
 def _scalar_default_dtype(x: Scalar) -> DType:
     if isinstance(x, (bool, np.bool_)):
         return dtypes.bool
-    if isinstance(x, (int, np.integer)):
-        return dtypes.default_int if isinstance(x, int) else to_dtype(np.asarray(x).dtype)
+    if isinstance(x, int):  # int32, or the wider type its value needs (as `Tensor(x)`)
+        if -(1 << 31) <= x < (1 << 31):
+            return dtypes.default_int
+        return _infer_dtype(_to_numpy(x, None))
+    if isinstance(x, np.integer):
+        return to_dtype(np.asarray(x).dtype)
     return dtypes.default_float if isinstance(x, float) else to_dtype(np.asarray(x).dtype)
 
 
@@ -1420,12 +1448,12 @@ def _to_numpy(data: Any, want: DType | None) -> np.ndarray:
             # Python floats become float32, Python ints int32 (tensor-library defaults)
             if arr.dtype.kind == "f":
                 arr = arr.astype(np.float32)
-            elif arr.dtype.kind in "iu":
-                if arr.size and (arr.max() > np.iinfo(np.int32).max
-                                 or arr.min() < np.iinfo(np.int32).min):
-                    arr = arr.astype(np.int64)
-                else:
+            elif arr.dtype.kind in "iu":  # int32, else int64, else (past int64) uint64
+                if not arr.size or (arr.max() <= np.iinfo(np.int32).max
+                                    and arr.min() >= np.iinfo(np.int32).min):
                     arr = arr.astype(np.int32)
+                elif arr.dtype != np.uint64 or arr.max() <= np.iinfo(np.int64).max:
+                    arr = arr.astype(np.int64)
     else:
         raise TypeError(f"cannot make a tensor from {type(data).__name__}")
     if arr.dtype.kind not in "biuf":
