@@ -332,7 +332,12 @@ def realize(tensors, run: bool = True):
         hook(linear, var_vals, time.perf_counter() - start)
     if not run:
         return linear, var_vals
-    run_linear(linear, var_vals)
+    try:
+        run_linear(linear, var_vals)
+    except Exception as e:
+        if isinstance(getattr(e, "calls_done", None), int):
+            _settle_failed_run(linear, e.calls_done, finals)
+        raise
     _after_run([(t, _out_view(t, b)) for t, b in zip(computed, out_bufs)], finals)
     return None
 
@@ -378,6 +383,39 @@ def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
         new = sub(old)
         if new is not old:
             t.uop = new
+
+
+def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp]) -> None:
+    """After a run whose call `done` raised (the calls before it ran): a pending assign that
+    a call which ran (or the failing one) wrote is settled, its tensors read the buffer: the
+    new value, or for an assign the failing call wrote, what the buffer holds (the old value
+    when the kernel raised before writing, as an eager op that raises); one that no such call
+    wrote stays pending. Never run twice, never left failing for good. Computed tensors stay
+    lazy."""
+    first_writer: dict[UOp, int] = {}
+    for i, call in enumerate(linear.src):
+        args = [a for a in call.src[1:] if a.op is not Ops.BIND]
+        for slot in _written_slots(call.src[0]):
+            if slot < len(args):
+                first_writer.setdefault(args[slot], i)
+    settled = {b: f for b, f in finals.items() if first_writer.get(b, done + 1) <= done}
+    if settled:
+        _after_run([], settled)
+
+
+def _written_slots(ast: UOp) -> set[int]:
+    """The argument slots a kernel writes: its STOREs' targets (a COPY: its first)."""
+    if ast.op is Ops.COPY:
+        return {0}
+    out = set()
+    for n in ast.toposort():
+        if n.op is Ops.STORE:
+            t = n.src[0]
+            while t.op in GroupOp.Movement or t.op is Ops.LOAD:
+                t = t.src[0]
+            if t.op is Ops.PARAM:
+                out.add(t.arg[0])
+    return out
 
 
 def assign(target: Tensor, x) -> Tensor:

@@ -399,7 +399,14 @@ class Tensor:
         return self._arith(Ops.MOD, x, reverse)
 
     def pow(self, x, reverse=False) -> Tensor:
-        return self._arith(Ops.POW, x, reverse)
+        """numpy's power; an integer raised to a negative integer constant is refused here, as
+        numpy refuses it (a tensor of exponents is checked only when the kernel runs)."""
+        out = self._arith(Ops.POW, x, reverse)
+        if not reverse and isinstance(x, (int, np.integer)) and not isinstance(x, bool) \
+                and x < 0 and not out.dtype.is_float:
+            raise ValueError(f"integers to negative integer powers are not allowed "
+                             f"({self.dtype.name} ** {x}), as in numpy: use a float tensor")
+        return out
 
     def maximum(self, x) -> Tensor:
         return self._binop(Ops.MAX, x)

@@ -64,7 +64,8 @@ def run_linear(linear: UOp, var_vals: dict[str, int] | None = None) -> None:
 
     Buffer arguments are BUFFERs or SLICEs of arena BUFFERs (storage is allocated on first
     use); BIND arguments are skipped (kernels read variables from `var_vals`). A COPY call
-    copies its second argument's bytes into its first.
+    copies its second argument's bytes into its first. An error a kernel raises goes up with
+    a note naming the kernel, and `calls_done` set on it: how many calls ran before it.
     """
     if linear.op is not Ops.LINEAR:
         raise ScheduleError(f"run_linear needs a LINEAR, got {linear.short()}")
@@ -83,13 +84,23 @@ def _run_calls(linear: UOp, var_vals: dict[str, int], verbose: bool) -> None:
             if a.op in (Ops.MSTACK, Ops.MSELECT, Ops.PARAM):
                 raise ScheduleError(f"run_linear cannot bind {a.short()}: resolve it first")
         bound.append((call.src[0], args, [typed_view(a) for a in args]))
-    for ast, args, bufs in bound:
+    for i, (ast, args, bufs) in enumerate(bound):
         start = time.perf_counter() if verbose else 0.0
-        if ast.op is Ops.COPY:
-            dst, src = bufs
-            np.copyto(dst, src.view(dst.dtype))
-        else:
-            get_kernel(ast, _device_of(args[0])).run(bufs, var_vals)
+        try:
+            if ast.op is Ops.COPY:
+                dst, src = bufs
+                np.copyto(dst, src.view(dst.dtype))
+            else:
+                get_kernel(ast, _device_of(args[0])).run(bufs, var_vals)
+        except Exception as e:
+            name = getattr(ast.arg, "name", ast.op.name)
+            e.add_note(f"raised by kernel {name!r}, call {i + 1} of {len(bound)} in its schedule "
+                       "(the calls before it ran)")
+            try:
+                e.calls_done = i
+            except AttributeError:  # an exception type without attributes: the note only
+                pass
+            raise
         kernel_runs[0] += 1  # a statistic: an occasional lost count under threads is harmless
         if verbose:
             name = getattr(ast.arg, "name", ast.op.name)
