@@ -173,3 +173,23 @@ def test_jit_updates_an_input_in_place_every_replay():
     for i in range(5):
         step(cache, Tensor(np.full(4, 1.0, np.float32)))
     np.testing.assert_array_equal(cache.numpy(), [5.0] * 4)
+
+
+def test_a_lazy_input_is_realized_in_place_and_keeps_following_its_writes():
+    g = tolk.jit(lambda a: a * 2)
+    for _ in range(3):  # run, capture, replay
+        y = Tensor(np.arange(4, dtype=np.float32)) + 1
+        assert g(y).numpy().tolist() == [2, 4, 6, 8]
+        y[1] = 100.0
+        assert y.numpy().tolist() == [1, 100, 3, 4]
+
+
+def test_a_view_of_part_of_a_buffer_is_refused_as_an_input():
+    f = tolk.jit(lambda a: a + 1)
+    base = Tensor(np.arange(4, dtype=np.float32)).realize()
+    v = base[::2]
+    with pytest.raises(JitError, match="contiguous"):
+        f(v)
+    base[0] = 100.0
+    assert v.numpy().tolist() == [100, 2]  # still a view of base
+    assert f(v.contiguous()).numpy().tolist() == [101, 3]

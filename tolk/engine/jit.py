@@ -11,9 +11,10 @@ new variable values are passed, and the compiled kernels run in order with no sc
 Arguments may be Tensors and bound Variables in any mix (positional or keyword, also inside
 lists, tuples and dicts); any other value is a constant baked into the capture. Replay
 returns fresh output tensors each call. Inputs must keep their shapes, dtypes and devices
-(`JitError` otherwise); reading a tensor's data inside a captured function is an error (the
-value would be baked in), and captures do not nest (within a thread; two threads may capture
-at once).
+(`JitError` otherwise), and each must be a tensor of its own, not a view of part of
+another's buffer (pass ``x.contiguous()``); reading a tensor's data inside a captured
+function is an error (the value would be baked in), and captures do not nest (within a
+thread; two threads may capture at once).
 """
 
 from __future__ import annotations
@@ -46,12 +47,23 @@ def _flatten(obj: Any, out: list) -> None:
             _flatten(obj[k], out)
 
 
+def _whole_buffer(u: UOp) -> bool:
+    return u.op is Ops.BUFFER or (u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER)
+
+
 def _input_buffer(t) -> UOp:
-    """Realize `t` into a whole contiguous buffer and return that BUFFER."""
+    """The whole contiguous BUFFER `t` reads, `t` realized first (as any realize: its views
+    and later assigns keep following it). A view of part of a buffer (a slice, a transpose)
+    is refused: the capture binds whole buffers, and a copy would cut the caller's tensor off
+    from the buffer it views (its writes and the function's would not reach it)."""
     u = t.uop
-    if not (u.op is Ops.BUFFER or (u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER)):
-        t.uop = t.contiguous().realize().uop
+    if not _whole_buffer(u):
+        t.realize()
         u = t.uop
+    if not _whole_buffer(u):
+        raise JitError(f"a jitted function's input of shape {t.shape} is a view of part of "
+                       "another tensor's buffer (a slice, a transpose): pass x.contiguous(), "
+                       "a tensor of its own")
     return u if u.op is Ops.BUFFER else u.src[0]
 
 
@@ -100,6 +112,8 @@ class CapturedJit:
         tensors = [x for x in flat if isinstance(x, Tensor)]
         binds = [x for x in flat if not isinstance(x, Tensor)]
         if self.calls == 0:
+            for t in tensors:  # what the capture will ask of them, asked from the first call
+                _input_buffer(t)
             self.calls = 1
             out = self.fn(*args, **kwargs)
             _realize_outputs(out)
