@@ -183,3 +183,14 @@ def test_a_constant_output_next_to_a_bind_of_its_value_keeps_its_buffer_on_a_cac
         Tensor.realize(y, c)
         np.testing.assert_array_equal(y.numpy(), A[:, :n] * 2)
         assert c.item() == 3
+
+
+def test_ops_that_need_a_static_size_name_the_symbolic_axis():
+    n = Variable("n", 1, 5)
+    x = Tensor(np.arange(20, dtype=np.float32).reshape(4, 5))[:, :n.bind(3)]
+    for bad in (lambda: x.argmax(1), lambda: x.flip(1), lambda: x[:, 0], lambda: x[:, -1],
+                lambda: x.cat(x, dim=1), lambda: len(x.T), lambda: x.repeat(2, 1)):
+        with pytest.raises(ShapeError, match="symbolic"):
+            bad()
+    assert x.argmax(0).shape == x[0].shape and len(x) == 4
+    np.testing.assert_array_equal(x.flip(0).numpy(), np.arange(20).reshape(4, 5)[::-1, :3])

@@ -2057,3 +2057,14 @@ def test_a_realize_that_fails_mid_run_applies_each_assign_at_most_once():
     assert y.numpy().tolist() == [7, 7, 7] and x.numpy().tolist() == [1, 1, 1]
     with pytest.raises(ValueError, match="negative integer powers"):
         y ** -1  # a constant exponent is refused when the op is built, as numpy refuses it
+
+
+def test_where_takes_tensors_scalars_and_bound_variables_and_names_anything_else():
+    from tolk import Variable
+
+    c = Tensor([True, False, True])
+    with pytest.raises(TypeError, match="list"):
+        c.where([1, 2, 3], 0)
+    n = Variable("n", 1, 5)
+    assert c.where(n.bind(3), 0).numpy().tolist() == [3, 0, 3]
+    assert c.where(0, n.bind(4)).numpy().tolist() == [0, 4, 0]

@@ -119,6 +119,14 @@ def _norm_axis(axis: int, ndim: int) -> int:
     return axis % ndim if ndim else 0
 
 
+def _static_dims(t: Tensor, what: str, axes) -> None:
+    """ShapeError when an axis `what` needs the size of is symbolic (a Variable's)."""
+    for a in axes:
+        if isinstance(t.shape[a], Sym):
+            raise ShapeError(f"{what} needs a static size on axis {a}, got the symbolic "
+                             f"shape {t.shape}")
+
+
 def _broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     if len(shapes) == 2 and shapes[0] == shapes[1]:  # the common case: nothing to broadcast
         return shapes[0]
@@ -231,6 +239,7 @@ class Tensor:
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d tensor")
+        _static_dims(self, "len()", (0,))
         return self.shape[0]
 
     def __iter__(self):
@@ -509,6 +518,11 @@ class Tensor:
 
     def where(self, x, y) -> Tensor:
         """``cond.where(x, y)``: x where self is true, else y (numpy broadcasting and promotion)."""
+        for v in (x, y):
+            if not isinstance(v, (Tensor, BoundVariable, bool, int, float, np.generic)):
+                raise TypeError(f"where takes Tensors and scalars, got {type(v).__name__}: wrap "
+                                "it in Tensor()")
+        x, y = (v._t() if isinstance(v, BoundVariable) else v for v in (x, y))
         if not isinstance(x, Tensor):
             if not isinstance(y, Tensor):
                 x = Tensor.full((), x, _scalar_default_dtype(x), self.device)
@@ -725,6 +739,7 @@ class Tensor:
             out = self.flatten()._arg(op, 0, False)
             return out.reshape((1,) * self.ndim) if keepdim else out
         ax = _norm_axis(axis, self.ndim)
+        _static_dims(self, f"arg{op.name.lower()}", (ax,))
         n = self.shape[ax]
         m = self._reduce(op, ax, True)
         hit = self == m
@@ -890,6 +905,7 @@ class Tensor:
 
     def flip(self, axis) -> Tensor:
         axes = self._axes(axis)
+        _static_dims(self, "flip", axes)
         axes = tuple(sorted(a for a in axes if self.shape[a] > 1))
         return self._mov(Ops.FLIP, axes) if axes else self
 
@@ -966,6 +982,7 @@ class Tensor:
             if _is_bound(i):
                 x = x.shrink(tuple((i, i + 1) if a == axis else None for a in range(x.ndim)))
             elif isinstance(i, (int, np.integer)):
+                _static_dims(x, "an int index", (axis,))
                 size = x.shape[axis]
                 j = int(i) + size if i < 0 else int(i)
                 if not 0 <= j < size:
@@ -1010,6 +1027,8 @@ class Tensor:
                     or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != d):
                 raise ShapeError(f"cat along axis {d} needs equal other dims, "
                                  f"got {[t.shape for t in ts]}")
+        for t in ts:
+            _static_dims(t, "cat", (d,))
         dt = least_upper_dtype(*(t.dtype for t in ts))
         total = sum(t.shape[d] for t in ts)
         out, off = None, 0
@@ -1035,6 +1054,7 @@ class Tensor:
         reps = _shape_arg(repeats)
         if len(reps) < self.ndim:
             raise ShapeError(f"repeat needs at least {self.ndim} repeats, got {reps}")
+        _static_dims(self, "repeat", range(self.ndim))
         x = self.reshape((1,) * (len(reps) - self.ndim) + self.shape)
         base = x.shape
         x = x.reshape(tuple(v for s in base for v in (1, s)))
