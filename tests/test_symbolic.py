@@ -194,3 +194,18 @@ def test_ops_that_need_a_static_size_name_the_symbolic_axis():
             bad()
     assert x.argmax(0).shape == x[0].shape and len(x) == 4
     np.testing.assert_array_equal(x.flip(0).numpy(), np.arange(20).reshape(4, 5)[::-1, :3])
+
+
+def test_a_bound_variable_in_tensor_math_is_a_weakly_typed_int():
+    n = Variable("n", 0, 10)
+    x = Tensor(np.ones(2, np.float32))
+    for got in (x * n.bind(3), n.bind(3) * x, x / n.bind(4), n.bind(3) - x, (n.bind(3) + 1) + x):
+        assert got.dtype is dtypes.float32
+    assert (n.bind(3) - x).numpy().tolist() == [2, 2]
+    assert (x / n.bind(4)).numpy().tolist() == [0.25, 0.25]
+    small = Tensor(np.ones(2, np.int8))
+    assert (small + n.bind(5)).dtype is dtypes.int8
+    assert (small + n.bind(5)).numpy().tolist() == [6, 6]
+    with pytest.raises(ValueError, match="beyond int8"):
+        small + Variable("m", 0, 1000).bind(5)
+    assert (Tensor([True, False]) + n.bind(2)).dtype is dtypes.int32

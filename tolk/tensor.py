@@ -338,8 +338,14 @@ class Tensor:
     # -- elementwise --------------------------------------------------------------------------
 
     def _operands(self, other: Tensor | Scalar, reverse: bool = False) -> tuple[Tensor, Tensor]:
-        if isinstance(other, BoundVariable):
-            other = other._t()
+        if isinstance(other, BoundVariable):  # an int scalar, weakly typed as a Python int (a
+            d = _scalar_dtype(0, self.dtype)  # float32 tensor times a variable stays float32)
+            if not d.is_float and d is not dtypes.bool:
+                info, lo, hi = np.iinfo(d.np), other.var.min + other.add, other.var.max + other.add
+                if lo < info.min or hi > info.max:
+                    raise ValueError(f"variable {other.name!r} ranges over [{lo}, {hi}], "
+                                     f"beyond {d.name}: cast the tensor first")
+            other = other._t().cast(d)
         if isinstance(other, Tensor):
             mine, theirs = device_of(self.uop), device_of(other.uop)
             if mine != theirs and mine is not None and theirs is not None:

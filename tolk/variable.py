@@ -40,7 +40,10 @@ class Variable:
 
 class BoundVariable:
     """A variable with its current value (plus an int offset, ``pos + 1``); usable as a
-    scalar operand of Tensor math and as a slice bound."""
+    scalar operand of Tensor math and as a slice bound. In tensor math it is an int scalar,
+    weakly typed as a Python int: it takes the tensor's dtype (an int tensor's must hold the
+    variable's whole range: ValueError otherwise), as PyTorch's symbolic ints and tinygrad's
+    variables do, where a 0-d int32 tensor would make float32 math float64 (numpy)."""
 
     def __init__(self, var: Variable, value: int, add: int = 0):
         self.var, self.add = var, add
@@ -64,7 +67,7 @@ class BoundVariable:
     def __add__(self, x):
         if isinstance(x, int) and not isinstance(x, bool):
             return BoundVariable(self.var, self.value - self.add, self.add + x)
-        return self._t() + x
+        return x.__radd__(self) if _is_tensor(x) else self._t() + x
 
     def __radd__(self, x):
         if isinstance(x, int) and not isinstance(x, bool):
@@ -74,19 +77,27 @@ class BoundVariable:
     def __sub__(self, x):
         if isinstance(x, int) and not isinstance(x, bool):
             return self + (-x)
-        return self._t() - x
+        return x.__rsub__(self) if _is_tensor(x) else self._t() - x
 
     def __rsub__(self, x):
         return x - self._t()
 
     def __mul__(self, x):
-        return self._t() * x
+        return x.__rmul__(self) if _is_tensor(x) else self._t() * x
 
     def __rmul__(self, x):
         return x * self._t()
 
     def __truediv__(self, x):
-        return self._t() / x
+        return x.__rtruediv__(self) if _is_tensor(x) else self._t() / x
 
     def __rtruediv__(self, x):
         return x / self._t()
+
+
+def _is_tensor(x) -> bool:
+    """Whether `x` is a Tensor: its operators take the variable as a weakly typed int scalar
+    (a float32 tensor and a variable make float32)."""
+    from tolk.tensor import Tensor
+
+    return isinstance(x, Tensor)

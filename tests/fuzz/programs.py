@@ -328,11 +328,12 @@ class NumpyMachine:
         elif k == "scalar":
             e = p[step[2]]
             self.computed(scalar_np(step[1], e.value(), step[3], step[4]), e.device)
-        elif k == "var":
+        elif k == "var":  # a bound variable is an int scalar, weakly typed as a Python int
             e = p[step[2]]
-            v = np.asarray(self.vars[step[3]], np.int32)
-            self.computed(binary_np(step[1], v, e.value()) if step[4] else
-                          binary_np(step[1], e.value(), v), e.device)
+            d = e.value().dtype if e.value().dtype != np.bool_ else np.dtype(np.int32)
+            x, v = e.value().astype(d), np.asarray(self.vars[step[3]], d)
+            self.computed(binary_np(step[1], v, x) if step[4] else
+                          binary_np(step[1], x, v), e.device)
         elif k == "where":
             c, x, y = (p[i] for i in step[1:4])
             cond = c.value() > np.asarray(0, c.dtype)
