@@ -2068,3 +2068,15 @@ def test_where_takes_tensors_scalars_and_bound_variables_and_names_anything_else
     n = Variable("n", 1, 5)
     assert c.where(n.bind(3), 0).numpy().tolist() == [3, 0, 3]
     assert c.where(0, n.bind(4)).numpy().tolist() == [0, 4, 0]
+
+
+def test_tensors_made_by_zeros_ones_and_full_are_writable_as_numpy_arrays():
+    z = Tensor.zeros(3)
+    z[0] = 1.0
+    assert z.numpy().tolist() == [1, 0, 0]
+    f = Tensor.full((2, 2), 3.0)
+    f[0].assign(Tensor([7.0, 8.0]))  # a view of the lazy tensor: it gets its buffer first
+    assert f.numpy().tolist() == [[7, 8], [3, 3]]
+    b = Tensor(np.arange(3, dtype=np.float32)).realize()
+    with pytest.raises(ValueError, match="broadcast"):
+        b.reshape(1, 3).expand(2, 3)[0, 0] = 9.0  # a broadcast view of a buffer stays read-only
