@@ -543,7 +543,7 @@ def mixed_linear():
     return lin, t
 
 
-@pytest.mark.parametrize("hook", ["_buffers_of", "replace"])
+@pytest.mark.parametrize("hook", ["buffers_of", "replace"])
 def test_a_plan_made_inside_another_leaves_the_outer_one_right(monkeypatch, hook):
     # memory_plan_rewrite keeps each buffer's number on the node in two passes (lifetimes, then
     # the rewrite); a plan of the same schedule made inside either (by a finalizer, say)
@@ -554,7 +554,7 @@ def test_a_plan_made_inside_another_leaves_the_outer_one_right(monkeypatch, hook
     lin, t = mixed_linear()
     want = _slices(memory_plan_rewrite(lin, held_bufs=[t[2]]))
     inner: list = []
-    owner = memory if hook == "_buffers_of" else UOp  # met in the first pass, or the second
+    owner = memory if hook == "buffers_of" else UOp  # met in the first pass, or the second
     original = getattr(owner, hook)
 
     def hooked(*args, **kwargs):
@@ -871,3 +871,110 @@ def test_create_linear_for_sink_matches_create_linear_with_vars_on_the_body():
                 mp.setattr(sched, "_default_kernel_graph", identity_pass)
                 got = [create_linear_for_sink(sink) for _ in range(2)]  # a miss, then a hit
         assert got == [want, want] and want[1] == {"n": 3} and names(want[0]) == ["k", "w"]
+
+
+# ---------------------------------------------------------------------------------------------
+# joins as written states, binds behind wrappers and in nested calls, malformed input
+
+
+def _mstack(*s: UOp) -> UOp:
+    return UOp(Ops.MSTACK, F32, s)
+
+
+def _late(n: int = 3) -> UOp:
+    """A state after a chain of `n` kernels: a kernel reading it becomes ready late."""
+    z = buf(90)
+    for i in range(n):
+        z = write(z, f"z{i}")
+    return z
+
+
+@pytest.mark.parametrize("reads", ["the join", "a part", "a select"])
+def test_a_reader_of_a_state_a_join_writer_supersedes_runs_before_that_writer(reads):
+    a0, a1 = buf(11, device="CPU:1"), buf(12, device="CPU:2")
+    st = _mstack(a0, a1)
+    w = after(st, kernel("w_stack", st))
+    read = {"the join": st, "a part": a0, "a select": UOp(Ops.MSELECT, F32, (st,), 0)}[reads]
+    r = write(buf(3), "read_old", read, _late())
+    order = names(create_schedule(UOp.sink(w, r)))
+    assert order.index("read_old") < order.index("w_stack"), order
+
+
+def test_a_reader_of_an_after_inside_a_written_join_runs_before_the_join_writer():
+    s0, s1 = write(buf(1), "k0"), write(buf(2), "k1")
+    st = _mstack(s0, s1)
+    w = after(st, kernel("w_stack", st))
+    r = write(buf(3), "read_s0", s0, _late())
+    order = names(create_schedule(UOp.sink(w, r)))
+    assert order.index("k0") < order.index("read_s0") < order.index("w_stack"), order
+
+
+def test_a_bind_behind_a_view_or_cast_is_a_bind_argument():
+    n = var("n")
+    cast = UOp(Ops.CAST, dtypes.int64, (bind(n, 3),))
+    lin = create_schedule(UOp.sink(write(buf(1), "k", cast)))
+    assert lin.src[0].src[2] is bind(n, 3)  # unwrapped to the BIND, kept
+
+
+def test_binds_passed_to_nested_calls_are_collected_and_checked():
+    n = var("n")
+    inner = UOp.sink(after(param(0), kernel("kt", param(0), ast_src=(n,))))
+    outer = UOp.sink(after(param(0), UOp(Ops.CALL, dtypes.void, (inner, param(0), bind(n, 6)))))
+    call = UOp(Ops.CALL, dtypes.void, (outer, buf(2)))
+    assert create_linear_with_vars(call, identity_pass)[1] == {"n": 6}
+    clash = UOp(Ops.CALL, dtypes.void, (outer, buf(2), bind(n, 7)))
+    with pytest.raises(ScheduleError, match="bound to both"):
+        create_linear_with_vars(clash, identity_pass)
+
+
+def test_disagreeing_binds_raise_even_for_a_variable_no_kernel_reads():
+    m = var("m")
+    body = UOp.sink(write(param(0), "k"))
+    call = UOp(Ops.CALL, dtypes.void, (body, buf(2), bind(m, 1), bind(m, 2)))
+    with pytest.raises(ScheduleError, match="bound to both"):
+        create_linear_with_vars(call, identity_pass)
+    ok = UOp(Ops.CALL, dtypes.void, (body, buf(2), bind(m, 1)))
+    assert create_linear_with_vars(ok, identity_pass)[1] == {}  # unused: not returned
+
+
+def test_buffers_inside_a_join_argument_of_the_big_call_are_held():
+    a, b = UOp.internal_buffer(F32, 16, "CPU:1"), UOp.internal_buffer(F32, 16, "CPU:2")
+    body = UOp.sink(after(param(0), kernel("k", param(0))))
+    lin, _ = create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (body, _mstack(a, b))),
+                                     identity_pass)
+    assert lin.src[0].src[1].src == (a, b)  # not planned into slices
+
+
+@pytest.mark.parametrize("bad, words", [
+    (lambda: memory_plan_rewrite(UOp(Ops.LINEAR, src=(UOp(Ops.CALL, dtypes.void, ()),))),
+     "CALLs of a kernel"),
+    (lambda: memory_plan_rewrite(UOp(Ops.LINEAR, src=(buf(1),))), "CALLs of a kernel"),
+    (lambda: create_linear_with_vars(UOp(Ops.CALL, dtypes.void, ()), identity_pass),
+     "CALL\\(body"),
+    (lambda: create_linear_with_vars(UOp(Ops.LINEAR, src=(UOp(Ops.CALL, dtypes.void, ()),))),
+     "CALLs of a kernel"),
+    (lambda: create_linear_with_vars(UOp.sink(write(buf(1), "k")), lambda s: None), "SINK"),
+    (lambda: create_linear_with_vars(UOp.sink(write(buf(1), "k")),
+                                     lambda s: UOp.const(F32, 1.0)), "SINK"),
+    (lambda: create_schedule(buf(1)), "SINK of AFTERs"),
+    (lambda: create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (
+        UOp.sink(write(param(0), "k")), buf(2),
+        UOp(Ops.BIND, dtypes.int32, (var("n"),)))), identity_pass), "BIND must bind"),
+])
+def test_malformed_schedules_raise_schedule_errors_that_name_the_node(bad, words):
+    with pytest.raises(ScheduleError, match=words):
+        bad()
+
+
+def test_deeply_nested_joins_plan_and_resolve_without_recursion():
+    leaf = UOp.internal_buffer(F32, 16)
+    j = leaf
+    for i in range(3000):
+        j = UOp(Ops.MSELECT, F32, (j,), 0) if i % 2 else _mstack(j)
+    lin = UOp(Ops.LINEAR, src=(kernel("k", j),))
+    planned = memory_plan_rewrite(lin)
+    assert planned.src[0].src[1].op is Ops.MSELECT or planned.src[0].src[1].op is Ops.MSTACK
+    assert linear_stats(lin).calls == 1
+    body = UOp.sink(after(param(0), kernel("k", param(0), j)))
+    got, _ = create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (body, buf(5))), identity_pass)
+    assert len(got.src) == 1

@@ -33,7 +33,9 @@ from tolk.dtype import dtypes
 from tolk.engine import realize as _realize  # its `capturing`, read at each call
 from tolk.errors import CycleError, ScheduleError
 from tolk.helpers import CAPTURING, DEBUG, NO_MEMORY_PLANNER, SCACHE
-from tolk.schedule.memory import LinearStats, linear_stats, memory_plan_rewrite
+from tolk.schedule.memory import (
+    LinearStats, buffers_of, linear_stats, map_join_leaves, memory_plan_rewrite,
+)
 from tolk.uop.form import AFTER, form_of, leaves
 from tolk.uop.ops import (
     GroupOp, KernelInfo, Ops, UOp, fresh_internal_buffer_slot, node_cache, scratch_pass,
@@ -53,7 +55,7 @@ __all__ = [
 _WRAPPERS = GroupOp.Movement | {Ops.CAST, Ops.BITCAST}
 _STATE_OPS = frozenset({Ops.AFTER, Ops.BUFFER, Ops.PARAM})
 _JOIN_OPS = frozenset({Ops.MSELECT, Ops.MSTACK})
-_ARG_OPS = _STATE_OPS | _JOIN_OPS
+_ARG_OPS = _STATE_OPS | _JOIN_OPS | {Ops.BIND}
 
 
 def _is_kernel_ast(u: UOp) -> bool:
@@ -78,7 +80,8 @@ def _unwrap(s: UOp) -> UOp:
 
 
 def _states(arg: UOp) -> list[UOp]:
-    """The buffer states (AFTER | BUFFER | PARAM) an argument reads; MSTACK/MSELECT join them."""
+    """The buffer states (AFTER | BUFFER | PARAM) an argument reads; MSTACK/MSELECT join them
+    (a BIND, also under a wrapper, is a value, no state)."""
     if arg.op in _STATE_OPS:  # the common case: the argument is a state already
         return [arg]
     out, todo = [], [arg]
@@ -86,7 +89,7 @@ def _states(arg: UOp) -> list[UOp]:
         s = _unwrap(todo.pop())
         if s.op in (Ops.MSELECT, Ops.MSTACK):
             todo.extend(reversed(s.src))
-        else:
+        elif s.op is not Ops.BIND:
             out.append(s)
     return out
 
@@ -170,6 +173,9 @@ def create_schedule(sched_sink: UOp) -> UOp:
     threads at once (the passes take turns: see `tolk.uop.ops.scratch_pass`).
     """
     create_schedule_calls[0] += 1
+    if not isinstance(sched_sink, UOp) or sched_sink.op not in (Ops.SINK, Ops.AFTER):
+        got = sched_sink.short() if isinstance(sched_sink, UOp) else type(sched_sink).__name__
+        raise ScheduleError(f"create_schedule needs a SINK of AFTERs (a kernel graph), got {got}")
     return scratch_pass(_schedule_pass, sched_sink)
 
 
@@ -235,16 +241,23 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                 p = prev._scratch
                 new_writers = _new_writers(nums, kernels[p])
                 storage = base[p]
-            else:
-                new_writers = nums
-                storage = prev if prev.op is BUFFER or prev.op is PARAM else _storage(prev, base)
+            elif prev.op is BUFFER or prev.op is PARAM:
+                new_writers, storage = nums, prev
                 p = _state_number(prev, tok, supersede, writers, kernels, base)
+            else:  # a join (MSTACK/MSELECT): the new state supersedes each state it holds
+                p, new_writers = _join_superseded(prev, nums, tok, supersede, writers, kernels,
+                                                  base)
+                storage = _storage(prev, base)
             me = u._scratch = len(supersede)
             supersede.append(None)
             writers.append(new_writers)
             kernels.append(nums)
             base.append(storage)
-            _add_number(supersede, p, me)
+            if p.__class__ is int:  # one superseded state: the common case
+                _add_number(supersede, p, me)
+            else:
+                for q in p:
+                    _add_number(supersede, q, me)
             dep_states = [st for d in deps for st in _states(d)] if deps else None
             for k in ks:
                 i = k._scratch
@@ -354,6 +367,23 @@ def _state_number(s: UOp, tok: object, supersede: list, writers: list, kernels: 
     return s._scratch
 
 
+def _join_superseded(join: UOp, nums: int | list[int], tok: object, supersede: list,
+                     writers: list, kernels: list, base: list
+                     ) -> tuple[list[int], int | list[int]]:
+    """For an AFTER whose state is a join: the numbers of the states the join holds (each
+    superseded by the AFTER) and which of the AFTER's kernels are new writers (those already
+    among the kernels of an AFTER it holds are ordering)."""
+    numbers, before = [], []
+    for st in _states(join):
+        if st.op is Ops.AFTER:
+            numbers.append(st._scratch)
+            ks = kernels[st._scratch]
+            before += (ks,) if ks.__class__ is int else ks
+        else:
+            numbers.append(_state_number(st, tok, supersede, writers, kernels, base))
+    return numbers, _new_writers(nums, before) if before else nums
+
+
 def _linearize(children: list[int | list[int] | None], in_degree: list[int]) -> list[int]:
     """Kahn's algorithm, FIFO among ready kernels: the kernel numbers in schedule order. The
     in-degrees are consumed: those left above zero are on or behind a cycle."""
@@ -452,7 +482,7 @@ def lower_sink_to_linear(
     """
     if sink.op is not Ops.SINK or isinstance(sink.arg, KernelInfo):
         return None
-    kernel_graph = get_kernel_graph or _default_kernel_graph
+    kernel_graph = _checked(get_kernel_graph or _default_kernel_graph)
     if not (SCACHE.value if use_cache is None else use_cache):
         return create_schedule(kernel_graph(sink))
     ck = (sink.key, get_kernel_graph)
@@ -468,6 +498,18 @@ def lower_sink_to_linear(
             while len(_cache) > SCHEDULE_CACHE_SIZE:
                 _cache.popitem(last=False)
     return entry[0]
+
+
+def _checked(kernel_graph: Callable[[UOp], UOp]) -> Callable[[UOp], UOp]:
+    """`kernel_graph`, its result checked: a kernel graph is a SINK (ScheduleError else)."""
+    def run(sink: UOp) -> UOp:
+        graph = kernel_graph(sink)
+        if not isinstance(graph, UOp) or graph.op is not Ops.SINK:
+            got = graph.short() if isinstance(graph, UOp) else type(graph).__name__
+            raise ScheduleError(f"get_kernel_graph must return a SINK (the kernel graph), "
+                                f"got {got}")
+        return graph
+    return run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -500,10 +542,12 @@ def _lower_all(root: UOp, get_kernel_graph, use_cache: bool) -> UOp:
     return root.substitute(mapping)
 
 
-def _resolve(linear: UOp, params: tuple[UOp, ...]) -> list[UOp]:
+def _resolve(linear: UOp, params: tuple[UOp, ...], binds: list[UOp] | None = None
+             ) -> list[UOp]:
     """The calls of `linear` with PARAM slots bound to `params`, nested LINEAR calls flattened
     (each a scope whose params shadow the outer ones), and internal BUFFERs renamed fresh per
-    resolution so two resolutions of one cached LINEAR never share intermediates."""
+    resolution so two resolutions of one cached LINEAR never share intermediates. The BIND
+    arguments of the nested calls (their kernels read those variables) go to `binds`."""
     out: list[UOp] = []
     stack = [(iter(linear.src), params, {})]
     while stack:
@@ -512,11 +556,13 @@ def _resolve(linear: UOp, params: tuple[UOp, ...]) -> list[UOp]:
         if call is None:
             stack.pop()
             continue
-        if call.op is not Ops.CALL:
-            raise ScheduleError(f"a LINEAR may only hold CALLs, got {call.short()}")
+        if call.op is not Ops.CALL or not call.src:
+            raise ScheduleError(f"a LINEAR may only hold CALLs of a kernel, got {call.short()}")
         args = tuple(_bind_arg(a, scope, fresh) for a in call.src[1:])
         body = call.src[0]
         if body.op is Ops.LINEAR:
+            if binds is not None:
+                binds += [a for a in args if a.op is Ops.BIND]
             stack.append((iter(body.src), args, {}))
         else:
             out.append(call if args == call.src[1:] else call.replace(src=(body, *args)))
@@ -532,8 +578,8 @@ def _bind_arg(a: UOp, scope: tuple[UOp, ...], fresh: dict[UOp, UOp]) -> UOp:
         if a not in fresh:
             fresh[a] = UOp.internal_buffer(a.dtype, a.size, a.device)
         return fresh[a]
-    if a.op in (Ops.MSTACK, Ops.MSELECT):
-        return a.replace(src=tuple(_bind_arg(s, scope, fresh) for s in a.src))
+    if a.op in _JOIN_OPS:
+        return map_join_leaves(a, lambda s: _bind_arg(s, scope, fresh))
     return a
 
 
@@ -548,15 +594,24 @@ def _kernel_vars(ast: UOp) -> frozenset[str]:
 
 
 def _collect_var_vals(binds: Iterable[UOp], used: set[str]) -> dict[str, int]:
+    """The values of the variables in `used`; binds of one variable that disagree raise,
+    used or not."""
     var_vals: dict[str, int] = {}
     for b in binds:
-        name, val = b.src[0].arg[0], b.src[1].arg
-        if name not in used:
-            continue
+        name, val = _bind_name(b), b.src[1].arg
         if var_vals.get(name, val) != val:
             raise ScheduleError(f"variable {name!r} is bound to both {var_vals[name]} and {val}")
         var_vals[name] = val
-    return var_vals
+    return {name: val for name, val in var_vals.items() if name in used}
+
+
+def _bind_name(b: UOp) -> str:
+    """The variable a BIND binds; ScheduleError unless it is ``BIND(DEFINE_VAR, CONST int)``."""
+    if not (len(b.src) == 2 and b.src[0].op is Ops.DEFINE_VAR and b.src[1].op is Ops.CONST
+            and type(b.src[1].arg) is int):
+        raise ScheduleError(f"a BIND must bind a DEFINE_VAR to an int CONST, got {b.short()} "
+                            f"over {[s.op.name for s in b.src]}")
+    return b.src[0].arg[0]
 
 
 def create_linear_with_vars(
@@ -578,6 +633,9 @@ def create_linear_with_vars(
     start = time.perf_counter()
     use_cache = bool(SCACHE.value)
     before = _cache_counts[0]
+    if big_sink.op is Ops.CALL and not big_sink.src:
+        raise ScheduleError(f"create_linear_with_vars needs CALL(body, *args), got "
+                            f"{big_sink.short()}")
     lowered = _lower_all(big_sink, get_kernel_graph, use_cache)
     top_args: tuple[UOp, ...] = ()
     if lowered.op is Ops.CALL:
@@ -585,17 +643,19 @@ def create_linear_with_vars(
         lowered = lowered.src[0]
     if lowered.op is not Ops.LINEAR:
         raise ScheduleError(f"the schedule pipeline must give a LINEAR, got {lowered.short()}")
-    calls = _resolve(lowered, top_args)
+    nested_binds: list[UOp] = []
+    calls = _resolve(lowered, top_args, nested_binds)
     linear = UOp(Ops.LINEAR, src=tuple(calls))
 
     used, call_binds = _variables_of(calls)
-    var_vals = _collect_var_vals([*(a for a in top_args if a.op is Ops.BIND), *call_binds], used)
+    var_vals = _collect_var_vals(
+        [*(a for a in top_args if a.op is Ops.BIND), *nested_binds, *call_binds], used)
 
     capturing = _realize.capturing
     if capturing and CAPTURING.value:
         capturing[0].add_linear(linear, var_vals)
         return UOp(Ops.LINEAR, src=()), var_vals
-    held = [a for a in top_args if a.op is Ops.BUFFER]
+    held = [b for a in top_args for b in buffers_of(a)]  # also inside MSTACK/MSELECT
     planned = memory_plan_rewrite(linear, held)
     _check_and_report(planned, held, start, _cache_counts[0] > before)
     return planned, var_vals
@@ -611,7 +671,7 @@ def _variables_of(calls: list[UOp]) -> tuple[set[str], list[UOp]]:
             used |= _kernel_vars(c.src[0])
         for a in c.src[1:]:
             if a.op is Ops.BIND:
-                used.add(a.src[0].arg[0])
+                used.add(_bind_name(a))
                 binds.append(a)
     return used, binds
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from tolk.dtype import dtypes
+from tolk.errors import ScheduleError
 from tolk.helpers import NO_MEMORY_PLANNER
 from tolk.schedule.planner import Plan, assign_offsets, floor_bytes
 from tolk.uop.ops import Ops, UOp, fresh_internal_buffer_slot, scratch_pass
@@ -20,14 +21,34 @@ from tolk.uop.ops import Ops, UOp, fresh_internal_buffer_slot, scratch_pass
 ALIGNMENT = 256
 
 
-def _buffers_of(arg: UOp, op: Ops = Ops.BUFFER) -> list[UOp]:
+def buffers_of(arg: UOp, op: Ops = Ops.BUFFER) -> list[UOp]:
     """The BUFFERs (or the nodes of another `op`: SLICEs) an argument names, looking through
-    MSTACK/MSELECT."""
+    MSTACK/MSELECT (nested to any depth, without recursion), in order."""
     if arg.op is op:
         return [arg]
-    if arg.op in (Ops.MSTACK, Ops.MSELECT):
-        return [b for s in arg.src for b in _buffers_of(s, op)]
-    return []
+    if arg.op is not Ops.MSTACK and arg.op is not Ops.MSELECT:
+        return []
+    out, todo = [], [arg]
+    while todo:
+        s = todo.pop()
+        if s.op is op:
+            out.append(s)
+        elif s.op is Ops.MSTACK or s.op is Ops.MSELECT:
+            todo.extend(reversed(s.src))
+    return out
+
+
+def map_join_leaves(join: UOp, leaf: Callable[[UOp], UOp]) -> UOp:
+    """`join` (MSTACK/MSELECT, nested to any depth) rebuilt with each other node under it
+    replaced by ``leaf(node)``, without recursion; the same node when nothing changes."""
+    done: dict[UOp, UOp] = {}
+    for n in join.toposort(enter=lambda n: n.op is Ops.MSTACK or n.op is Ops.MSELECT):
+        if n.op is Ops.MSTACK or n.op is Ops.MSELECT:
+            src = tuple(done[s] for s in n.src)
+            done[n] = n if src == n.src else n.replace(src=src)
+        else:
+            done[n] = leaf(n)
+    return done[join]
 
 
 _plans: OrderedDict[tuple, Plan] = OrderedDict()
@@ -90,16 +111,18 @@ def _planned(tok: object, linear: UOp, held: set[UOp]
     first: list[int] = []
     last: list[int] = []
     copy: list[bool] = []
-    BUFFER, MSTACK, MSELECT, COPY = Ops.BUFFER, Ops.MSTACK, Ops.MSELECT, Ops.COPY
+    BUFFER, MSTACK, MSELECT, COPY, CALL = Ops.BUFFER, Ops.MSTACK, Ops.MSELECT, Ops.COPY, Ops.CALL
     for i, call in enumerate(linear.src):
         src = call.src
+        if call.op is not CALL or not src:
+            raise ScheduleError(f"a LINEAR may only hold CALLs of a kernel, got {call.short()}")
         is_copy = src[0].op is COPY
         for j in range(1, len(src)):
             a = src[j]
             if a.op is BUFFER:
                 named: tuple[UOp, ...] | list[UOp] = (a,)
             elif a.op is MSTACK or a.op is MSELECT:
-                named = _buffers_of(a)
+                named = buffers_of(a)
             else:
                 continue
             for b in named:
@@ -148,12 +171,8 @@ def _rewrite(tok: object, linear: UOp, bufs: list[UOp], slices: list[UOp]) -> UO
         b._mark, b._scratch = tok, k
     BUFFER, MSTACK, MSELECT = Ops.BUFFER, Ops.MSTACK, Ops.MSELECT
 
-    def sub(a: UOp) -> UOp:
-        if a.op is BUFFER:
-            return slices[a._scratch] if a._mark is tok else a
-        if a.op is MSTACK or a.op is MSELECT:
-            return a.replace(src=tuple(sub(s) for s in a.src))
-        return a
+    def leaf(a: UOp) -> UOp:
+        return slices[a._scratch] if a.op is BUFFER and a._mark is tok else a
 
     calls = []
     for call in linear.src:
@@ -166,7 +185,7 @@ def _rewrite(tok: object, linear: UOp, bufs: list[UOp], slices: list[UOp]) -> UO
                     continue
                 b = slices[a._scratch]
             elif a.op is MSTACK or a.op is MSELECT:
-                b = sub(a)
+                b = map_join_leaves(a, leaf)
                 if b is a:
                     continue
             else:
@@ -211,7 +230,7 @@ def linear_stats(linear: UOp, held_bufs: Iterable[UOp] = ()) -> LinearStats:
     arenas: dict[UOp, None] = {}
     for i, call in enumerate(linear.src):  # views already planned: a lane per arena
         for a in call.src[1:]:
-            for v in _buffers_of(a, Ops.SLICE):
+            for v in buffers_of(a, Ops.SLICE):
                 arenas[v.src[0]] = None
                 first.setdefault(v, i)
                 last[v] = i
