@@ -625,10 +625,11 @@ def create_linear_with_vars(
     scheduled kernel reads are returned. While ``tolk.engine.realize.capturing`` is non-empty
     (it is per thread) and CAPTURING is on, the unplanned schedule goes to
     ``capturing[0].add_linear`` and an empty LINEAR is returned; otherwise the schedule is
-    memory-planned holding the call's own BUFFER arguments.
+    memory-planned holding the call's own BUFFER arguments (also those inside MSTACK/MSELECT).
 
-    Raises `ScheduleError` (a `ValueError`) when binds of one variable disagree or the result
-    is not a LINEAR.
+    Raises `ScheduleError` (a `ValueError`) when binds of one variable disagree (the call's,
+    nested calls' or kernels', whether or not a kernel reads it), a BIND is malformed, or the
+    result is not a LINEAR of kernel CALLs.
     """
     start = time.perf_counter()
     use_cache = bool(SCACHE.value)
