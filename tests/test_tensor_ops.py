@@ -2080,3 +2080,16 @@ def test_tensors_made_by_zeros_ones_and_full_are_writable_as_numpy_arrays():
     b = Tensor(np.arange(3, dtype=np.float32)).realize()
     with pytest.raises(ValueError, match="broadcast"):
         b.reshape(1, 3).expand(2, 3)[0, 0] = 9.0  # a broadcast view of a buffer stays read-only
+
+
+def test_the_padding_check_of_an_assign_follows_axes_and_skips_large_strided_slices():
+    a = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4)).realize()
+    a.pad(((1, 0), (0, 2))).T[:, 1:] = 5.0  # shows the column padding: a new tensor
+    assert a.numpy().tolist() == np.arange(12).reshape(3, 4).tolist()
+    b = Tensor(np.arange(6, dtype=np.float32)).realize()
+    q = b.pad(((0, 2),)).reshape(2, 4)  # a reshape mixes the padded axis: checked whole
+    q[:, :2] = 9.0
+    assert b.numpy().tolist() == [9, 9, 2, 3, 9, 9]
+    x = Tensor(np.zeros(3_000_000, np.float32)).realize()
+    x[::3] = 1.0  # a strided slice of a large tensor: no element-by-element check
+    assert x[:7].numpy().tolist() == [1, 0, 0, 1, 0, 0, 1] and float(x.sum().numpy()) == 1e6

@@ -465,14 +465,45 @@ def assign(target: Tensor, x) -> Tensor:
 def _shows_padding(u: UOp) -> bool:
     """Whether the view `u` (movement ops over a buffer state) has elements that are a PAD's
     padding rather than elements of the buffer (a strided slice pads and shrinks it away
-    again: no). Found by moving the buffer's element indices, padding with -1, through the
-    chain; False for a chain without PAD or with symbolic shapes."""
+    again: no). Followed per axis, a valid-element mask for each axis a PAD touched (sizes of
+    axes, not of the tensor); a RESHAPE of a padded axis mixes axes, and then the buffer's
+    element indices are moved through the whole chain (padding -1) when the view has at most
+    `_PAD_CHECK_MAX` elements, else the view is taken as showing none (what a strided slice,
+    the common case, is). False for a chain without PAD or with symbolic shapes."""
     chain = []
     while u.op in GroupOp.Movement:
         chain.append(u)
         u = u.src[0]
     if not any(m.op is Ops.PAD for m in chain) or shape_syms(shape_of(u)) \
             or any(shape_syms(shape_of(m)) for m in chain):
+        return False
+    masks: list[np.ndarray | None] = [None] * len(shape_of(u))  # per axis, None: all valid
+    for m in reversed(chain):
+        op, arg = m.op, m.arg
+        if op is Ops.RESHAPE:
+            if any(k is not None for k in masks):
+                return _shows_padding_whole(u, chain)
+            masks = [None] * len(arg)
+        elif op is Ops.PERMUTE:
+            masks = [masks[a] for a in arg]
+        elif op is Ops.EXPAND:
+            masks = [k if k is None or len(k) == n else np.repeat(k, n)
+                     for k, n in zip(masks, arg)]
+        elif op is Ops.PAD:
+            masks = [k if b == e == 0 else np.pad(np.ones(n, bool) if k is None else k, (b, e))
+                     for k, (b, e), n in zip(masks, arg, shape_of(m.src[0]))]
+        elif op is Ops.SHRINK:
+            masks = [k if k is None else k[b:e] for k, (b, e) in zip(masks, arg)]
+        else:  # FLIP
+            masks = [k[::-1] if k is not None and i in arg else k for i, k in enumerate(masks)]
+    return any(k is not None and not k.all() for k in masks)
+
+
+_PAD_CHECK_MAX = 1 << 20  # views checked element by element when a reshape mixes padded axes
+
+
+def _shows_padding_whole(u: UOp, chain: list[UOp]) -> bool:
+    if prod(shape_of(chain[0])) > _PAD_CHECK_MAX or prod(shape_of(u)) > _PAD_CHECK_MAX:
         return False
     idx = np.arange(prod(shape_of(u)), dtype=np.int64).reshape(shape_of(u))
     for m in reversed(chain):
