@@ -437,11 +437,12 @@ def assign(target: Tensor, x) -> Tensor:
     if x.device != target.device:
         raise DeviceError(f"assign from device {x.device} into a tensor on {target.device}")
     chain = target.uop
-    while chain.op in GroupOp.Movement and _is_view_of_state(target.uop):
-        if chain.op is Ops.EXPAND:  # (a lazy tensor, Tensor.zeros say, gets its own buffer)
-            raise ValueError(f"cannot assign into a broadcast (expanded) view of shape "
-                             f"{target.shape}: it is read-only, as in numpy")
-        chain = chain.src[0]
+    if _is_view_of_state(chain):  # (a lazy tensor, Tensor.zeros say, gets its own buffer)
+        while chain.op in GroupOp.Movement:
+            if chain.op is Ops.EXPAND:
+                raise ValueError(f"cannot assign into a broadcast (expanded) view of shape "
+                                 f"{target.shape}: it is read-only, as in numpy")
+            chain = chain.src[0]
     if _shows_padding(target.uop):  # a pad is a new tensor (as np.pad's copy): its padding has
         target._set(target.contiguous().uop)  # no storage in the buffer it pads
     if not _is_view_of_state(target.uop):
