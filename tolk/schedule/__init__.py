@@ -482,9 +482,9 @@ def lower_sink_to_linear(
     """
     if sink.op is not Ops.SINK or isinstance(sink.arg, KernelInfo):
         return None
-    kernel_graph = _checked(get_kernel_graph or _default_kernel_graph)
+    kernel_graph = get_kernel_graph or _default_kernel_graph
     if not (SCACHE.value if use_cache is None else use_cache):
-        return create_schedule(kernel_graph(sink))
+        return create_schedule(_kernel_graph(kernel_graph, sink))
     ck = (sink.key, get_kernel_graph)
     with _cache_lock:
         entry = _cache.get(ck)
@@ -492,7 +492,7 @@ def lower_sink_to_linear(
         if entry is not None:
             _cache.move_to_end(ck)
     if entry is None:
-        entry = (create_schedule(kernel_graph(sink)), sink)
+        entry = (create_schedule(_kernel_graph(kernel_graph, sink)), sink)
         with _cache_lock:
             entry = _cache.setdefault(ck, entry)
             while len(_cache) > SCHEDULE_CACHE_SIZE:
@@ -500,16 +500,13 @@ def lower_sink_to_linear(
     return entry[0]
 
 
-def _checked(kernel_graph: Callable[[UOp], UOp]) -> Callable[[UOp], UOp]:
-    """`kernel_graph`, its result checked: a kernel graph is a SINK (ScheduleError else)."""
-    def run(sink: UOp) -> UOp:
-        graph = kernel_graph(sink)
-        if not isinstance(graph, UOp) or graph.op is not Ops.SINK:
-            got = graph.short() if isinstance(graph, UOp) else type(graph).__name__
-            raise ScheduleError(f"get_kernel_graph must return a SINK (the kernel graph), "
-                                f"got {got}")
-        return graph
-    return run
+def _kernel_graph(kernel_graph: Callable[[UOp], UOp], sink: UOp) -> UOp:
+    """``kernel_graph(sink)``, checked: a kernel graph is a SINK (ScheduleError else)."""
+    graph = kernel_graph(sink)
+    if not isinstance(graph, UOp) or graph.op is not Ops.SINK:
+        got = graph.short() if isinstance(graph, UOp) else type(graph).__name__
+        raise ScheduleError(f"get_kernel_graph must return a SINK (the kernel graph), got {got}")
+    return graph
 
 
 # ---------------------------------------------------------------------------------------------
