@@ -412,3 +412,27 @@ def test_the_skyline_lists_share_one_object_per_value(monkeypatch):
     assert len(big) == 6000 and P._shared_ints[1] is kept  # past the bound: not kept
     plan = P.assign_offsets([256] * 4, [0, 0, 1, 2], [0, 1, 2, 3])
     assert plan.arena == 512 and P._shared_ints[1] is kept
+
+
+@pytest.mark.parametrize("bad, error", [
+    (lambda: find_overlaps([1, 2], [0], [1, 1], [0, 0]), "one entry per buffer"),
+    (lambda: find_overlaps([4, 4], [5, 0], [1, 3], [0, 0]), "after last call"),
+    (lambda: find_overlaps([4, 4], [0, 0], [1, 3], [0]), "offsets must have"),
+    (lambda: floor_bytes([1, 2], [0], [0]), "one entry per buffer"),
+    (lambda: floor_bytes([-5], [0], [1]), "negative size"),
+    (lambda: floor_bytes([5], [3], [1]), "after last call"),
+    (lambda: floor_bytes([5], [0], [1], alignment=0), "at least 1"),
+])
+def test_floor_and_overlap_checks_refuse_what_assign_offsets_refuses(bad, error):
+    with pytest.raises(ScheduleError, match=error):
+        bad()
+
+
+def test_numpy_int_inputs_are_python_ints_in_every_planner_function():
+    big = np.array([2**31 - 1, 4], np.int32)  # int32 sums would wrap
+    assert find_overlaps(big, [0, 0], [0, 0], np.array([5, 10], np.int32)) == [(0, 1)]
+    assert floor_bytes(np.array([2**31 - 1] * 2, np.int32), [0, 0], [0, 0]) == 2 * (2**31 - 1)
+    plan = assign_offsets([2**40] * 2, [0, 0], [0, 0], alignment=np.int32(256))
+    assert plan.arena == 2**41 and all(type(o) is int for o in plan.offsets)
+    with pytest.raises(TypeError, match="alignment must be an int"):
+        assign_offsets([5], [0], [0], alignment=2.5)

@@ -978,3 +978,9 @@ def test_deeply_nested_joins_plan_and_resolve_without_recursion():
     body = UOp.sink(after(param(0), kernel("k", param(0), j)))
     got, _ = create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (body, buf(5))), identity_pass)
     assert len(got.src) == 1
+
+
+@pytest.mark.parametrize("bad", [None, UOp.sink(), UOp.const(F32, 1.0)])
+def test_linear_stats_names_what_is_not_a_linear(bad):
+    with pytest.raises(ScheduleError, match="needs a LINEAR"):
+        linear_stats(bad)

@@ -222,6 +222,9 @@ class LinearStats:
 
 def linear_stats(linear: UOp, held_bufs: Iterable[UOp] = ()) -> LinearStats:
     """Calls, planned arena bytes per device, bytes without planning, and the floor."""
+    if not isinstance(linear, UOp) or linear.op is not Ops.LINEAR:
+        got = linear.short() if isinstance(linear, UOp) else type(linear).__name__
+        raise ScheduleError(f"linear_stats needs a LINEAR, got {got}")
     bufs, firsts, lasts, copy = scratch_pass(_planned, linear, set(held_bufs))
     # buffers still to plan, in the planner's lanes; planned views get a lane per arena
     first: dict[UOp, int] = dict(zip(bufs, firsts))

@@ -66,7 +66,15 @@ class Plan:
 
 
 def floor_bytes(sizes, firsts, lasts, alignment: int = 1) -> int:
-    """The peak of live bytes over time (sizes rounded up to `alignment`): no plan beats it."""
+    """The peak of live bytes over time (sizes rounded up to `alignment`): no plan beats it.
+    Raises `ScheduleError` for the inputs `assign_offsets` refuses."""
+    sizes, firsts, lasts = _ints(sizes), _ints(firsts), _ints(lasts)
+    alignment = _alignment(alignment)
+    _check(sizes, firsts, lasts, alignment)
+    return _floor(sizes, firsts, lasts, alignment)
+
+
+def _floor(sizes: list[int], firsts: list[int], lasts: list[int], alignment: int = 1) -> int:
     events: dict[int, int] = {}
     for size, first, last in zip(sizes, firsts, lasts):
         size = -(-size // alignment) * alignment
@@ -88,6 +96,7 @@ def assign_offsets(sizes, firsts, lasts, alignment: int = 256) -> Plan:
     lifetime with first > last, or an alignment below 1.
     """
     sizes, firsts, lasts = _ints(sizes), _ints(firsts), _ints(lasts)
+    alignment = _alignment(alignment)
     _check(sizes, firsts, lasts, alignment)
     units = [-(-s // alignment) for s in sizes]
     keep = [i for i, u in enumerate(units) if u > 0]
@@ -108,7 +117,14 @@ def find_overlaps(sizes, firsts, lasts, offsets, limit: int = 100) -> list[tuple
     Empty exactly when the plan is valid: a sweep over time keeps the live buffers sorted by
     offset and checks each new one against its neighbours, so the first overlap is always
     found; once the live set overlaps, later pairs may be missed. Stops at `limit` pairs.
+    Raises `ScheduleError` for the inputs `assign_offsets` refuses or an offset list of
+    another length.
     """
+    sizes, firsts, lasts, offsets = _ints(sizes), _ints(firsts), _ints(lasts), _ints(offsets)
+    _check(sizes, firsts, lasts, 1)
+    if len(offsets) != len(sizes):
+        raise ScheduleError(f"offsets must have one entry per buffer: {len(offsets)} offsets "
+                            f"for {len(sizes)} buffers")
     n = len(sizes)
     frees = [(lasts[i] + 1, 0, i) for i in range(n)]  # at a shared step frees go first
     events = sorted(frees + [(firsts[i], 1, i) for i in range(n)])
@@ -134,6 +150,13 @@ def find_overlaps(sizes, firsts, lasts, offsets, limit: int = 100) -> list[tuple
             return found[:limit]
         active.insert(k, item)
     return found
+
+
+def _alignment(alignment) -> int:
+    try:
+        return operator.index(alignment)
+    except TypeError:
+        raise TypeError(f"alignment must be an int, got {alignment!r}") from None
 
 
 def _ints(values) -> list[int]:
@@ -179,7 +202,7 @@ class _Problem:
         last = [rank[l + 1] - 1 for l in lasts]
         length = [l + 1 - f for f, l in zip(firsts, lasts)]
         return _Problem(
-            sizes, first, last, length, len(points) - 1, floor_bytes(sizes, first, last)
+            sizes, first, last, length, len(points) - 1, _floor(sizes, first, last)
         )
 
 
