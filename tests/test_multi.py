@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tolk.errors import DeviceError
+from tolk.errors import DeviceError, ShapeError
 from tolk.schedule import linear_stats
 from tolk.tensor import Tensor
 from tolk.uop import Ops
@@ -61,3 +61,33 @@ def test_unknown_and_repeated_devices_are_rejected():
         Tensor(rnd(2)).shard(("CPU:1", "GPU"))
     with pytest.raises(DeviceError, match="distinct"):
         Tensor(rnd(2)).shard(("CPU:1", "CPU:1"))
+
+
+def test_sharded_operands_broadcast_as_numpy_or_are_refused():
+    devs = ("CPU:1", "CPU:2")
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    m = Tensor(a).shard(devs, 0)
+    for bad in (np.ones((8, 3), np.float32), np.ones((2, 4, 3), np.float32)):
+        with pytest.raises(ShapeError, match="does not broadcast"):
+            m + Tensor(bad)
+    row, col = np.arange(3, dtype=np.float32), np.arange(4, dtype=np.float32).reshape(4, 1)
+    np.testing.assert_allclose((m + Tensor(row)).numpy(), a + row)
+    np.testing.assert_allclose((m * Tensor(col)).numpy(), a * col)
+    np.testing.assert_allclose((1 - m).numpy(), 1 - a)
+    np.testing.assert_allclose((1 / (m + 1)).numpy(), 1 / (a + 1))
+    with pytest.raises(ShapeError, match="at least one axis"):
+        Tensor(3.0).shard(devs, 0)
+
+
+def test_a_batch_sharded_matmul_cuts_a_batched_right_operand_alike():
+    devs = ("CPU:1", "CPU:2")
+    rng = np.random.default_rng(0)
+    b, wb = rng.random((4, 2, 3), np.float32), rng.random((4, 3, 5), np.float32)
+    np.testing.assert_allclose((Tensor(b).shard(devs, 0) @ Tensor(wb)).numpy(), b @ wb,
+                               rtol=1e-5)
+    np.testing.assert_allclose((Tensor(b).shard(devs, 0) @ Tensor(wb[0])).numpy(), b @ wb[0],
+                               rtol=1e-5)
+    np.testing.assert_allclose((Tensor(b).shard(devs, 1) @ Tensor(wb)).numpy(), b @ wb,
+                               rtol=1e-5)
+    with pytest.raises(ShapeError, match="batch sizes"):
+        Tensor(b).shard(devs, 0) @ Tensor(rng.random((3, 3, 5), np.float32))

@@ -34,6 +34,8 @@ class MultiTensor:
             raise DeviceError("shard needs at least one device")
         if len(set(devs)) != len(devs):
             raise DeviceError(f"shard devices must be distinct, got {devs}")
+        if t.ndim == 0:
+            raise ShapeError("shard needs a tensor with at least one axis, got a 0-d one")
         ax = _norm_axis(axis, t.ndim)
         n = t.shape[ax]
         bounds = np.linspace(0, n, len(devs) + 1).round().astype(int)
@@ -77,12 +79,19 @@ class MultiTensor:
         if not isinstance(other, Tensor):
             return [other] * len(self.shards)
         full = (1,) * (self.ndim - other.ndim) + other.shape
-        o = other.reshape(full)
+        if other.ndim > self.ndim or any(o not in (1, s) for o, s in zip(full, self.shape)):
+            raise ShapeError(f"a Tensor of shape {other.shape} does not broadcast to the sharded "
+                             f"shape {self.shape} (gather with .to(device) for a larger result)")
+        return self._split(other.reshape(full), self.axis)
+
+    def _split(self, t: Tensor, axis: int) -> list[Tensor]:
+        """`t` cut along `axis` as self is along its own (whole where `axis` has size 1), each
+        part on its shard's device."""
         out, off = [], 0
         for s in self.shards:
             size = s.shape[self.axis]
-            part = o if full[self.axis] == 1 else o.shrink(
-                tuple((off, off + size) if i == self.axis else None for i in range(self.ndim)))
+            part = t if t.shape[axis] == 1 else t.shrink(
+                tuple((off, off + size) if i == axis else None for i in range(t.ndim)))
             out.append(part.to(s.device))
             off += size
         return out
@@ -103,6 +112,12 @@ class MultiTensor:
 
     def __truediv__(self, o):
         return self._map(lambda a, b: a / b, o)
+
+    def __rsub__(self, o):
+        return self._map(lambda a, b: b - a, o)
+
+    def __rtruediv__(self, o):
+        return self._map(lambda a, b: b / a, o)
 
     __radd__ = __add__
     __rmul__ = __mul__
@@ -156,7 +171,15 @@ class MultiTensor:
                              f"got {self}")
         if isinstance(w, MultiTensor):
             w = w.to(self.devices[0])
-        return MultiTensor([s @ w.to(s.device) for s in self.shards], self.axis)
+        wa = self.axis - (self.ndim - w.ndim)  # self's sharded batch axis among w's axes
+        if 0 <= wa < w.ndim - 2 and w.shape[wa] != 1:  # w has that batch: cut it alike
+            if w.shape[wa] != self.shape[self.axis]:
+                raise ShapeError(f"matmul of the sharded {self.shape} with {w.shape}: batch "
+                                 f"sizes {self.shape[self.axis]} and {w.shape[wa]} differ")
+            parts = self._split(w, wa)
+        else:  # w is the same for every shard: a copy on each device
+            parts = [w.to(s.device) for s in self.shards]
+        return MultiTensor([s @ p for s, p in zip(self.shards, parts)], self.axis)
 
     __matmul__ = matmul
 
