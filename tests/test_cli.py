@@ -48,10 +48,38 @@ def test_schedule_command_reports_every_schedule_of_a_script(tmp_path, capsys):
     )
     assert main(["schedule", "--json", str(script)]) == 0
     out = capsys.readouterr().out
-    records = json.loads(out[out.index("["):])
+    records = json.loads(out)  # the script's own print went to stderr
     assert len(records) == 2 and records[0]["kernels"] == 1 and records[1]["kernels"] >= 2
 
 
 def test_schedule_command_on_a_missing_script_fails_cleanly(capsys):
     assert main(["schedule", "/nonexistent/script.py"]) == 2
     assert "nonexistent" in capsys.readouterr().err
+
+
+def test_schedule_command_runs_a_script_as_python_would(tmp_path, capsys):
+    folder = tmp_path / "a project"
+    folder.mkdir()
+    (folder / "helper.py").write_text("VALUE = 3\n")
+    (folder / "main.py").write_text(
+        "import sys\nimport numpy as np\nfrom tolk import Tensor\nimport helper\n"
+        "def main():\n"
+        "    (Tensor(np.arange(4, dtype=np.float32)) * helper.VALUE).realize()\n"
+        "    return 0\n"
+        "if __name__ == '__main__':\n    sys.exit(main())\n")
+    assert main(["schedule", str(folder / "main.py")]) == 0  # its folder is on sys.path
+    assert "1 schedule(s) realized" in capsys.readouterr().out  # sys.exit(0) still reports
+    bad = tmp_path / "bad.py"
+    bad.write_text("import numpy as np\nfrom tolk import Tensor\n"
+                   "(Tensor(np.ones(2, np.float32)) + 1).realize()\nopen('missing.txt')\n")
+    assert main(["schedule", str(bad)]) == 1  # the script's error, not tolk's
+    out, err = capsys.readouterr()
+    assert "1 schedule(s) realized" in out and "missing.txt" in err
+    assert "inspect_script" not in err  # the traceback starts in the script
+    assert main(["schedule", str(folder)]) == 2
+    assert "no such script file" in capsys.readouterr().err
+
+
+def test_demo_refuses_an_html_path_it_cannot_write_before_running(tmp_path, capsys):
+    assert main(["demo", "--html", str(tmp_path / "missing" / "x.html")]) == 2
+    assert "cannot write --html" in capsys.readouterr().err

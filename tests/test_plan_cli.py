@@ -239,3 +239,13 @@ def test_plan_svg_escapes_labels_and_skips_zero_size_buffers():
 def test_no_command_prints_help_and_succeeds(capsys):
     assert main([]) == EXIT_OK
     assert "plan" in capsys.readouterr().out
+
+
+def test_plan_reads_a_csv_with_a_byte_order_mark_and_fails_cleanly_on_an_unwritable_output(
+        tmp_path, capsys):
+    src = write(tmp_path, "in.csv", "\ufeffid,lower,upper,size\na,0,2,100\nb,1,3,50\n")
+    assert main(["plan", src]) == EXIT_OK
+    assert "b,1,3,50,100" in capsys.readouterr().out
+    for flag in ("--out", "--svg"):
+        assert main(["plan", src, flag, str(tmp_path / "missing" / "x")]) == EXIT_MALFORMED
+        assert "cannot write" in capsys.readouterr().err

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -141,6 +142,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.html:  # a path that cannot be written fails now, not after the whole run
+        folder = os.path.dirname(os.path.abspath(args.html))
+        if os.path.isdir(args.html) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            print(f"tolk demo: cannot write --html {args.html!r}: no such writable folder",
+                  file=sys.stderr)
+            return 2
     res = run_demo(args.model, args.size, args.html, args.json)
     return 0 if res["max_abs_error"] < 1e-2 else 1
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import runpy
 import sys
+import traceback
 
 from tolk.report import format_bytes, kernel_rows
 from tolk.schedule import linear_stats
@@ -26,19 +29,37 @@ class ScheduleRecorder:
         })
 
 
-def run_script(path: str, argv: list[str]) -> ScheduleRecorder:
+def run_script(path: str, argv: list[str], stdout=None) -> tuple[ScheduleRecorder, int]:
+    """Run the script at `path` as ``python path argv...`` would (its folder first on
+    ``sys.path``, ``sys.argv`` set), recording every schedule it realizes: ``(recorder, exit
+    status)``. ``sys.exit`` ends it with that status; an exception it raises is printed (its
+    traceback) and gives status 1, the schedules before it still recorded. `stdout`: where the
+    script's output goes (default: the real stdout)."""
     from tolk.callify import schedule_hooks
 
     rec = ScheduleRecorder()
     schedule_hooks.append(rec)
-    old_argv = sys.argv
+    old_argv, old_path = sys.argv, sys.path[:]
     sys.argv = [path, *argv]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    status = 0
     try:
-        runpy.run_path(path, run_name="__main__")
+        with contextlib.redirect_stdout(stdout or sys.stdout):
+            runpy.run_path(path, run_name="__main__")
+    except SystemExit as e:
+        status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if e.code is not None and not isinstance(e.code, int):
+            print(e.code, file=sys.stderr)
+    except Exception as e:  # the script's error: its traceback from the script's own frames
+        tb, own = e.__traceback__, os.path.abspath(path)
+        while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != own:
+            tb = tb.tb_next
+        traceback.print_exception(type(e), e, tb or e.__traceback__)
+        status = 1
     finally:
-        sys.argv = old_argv
+        sys.argv, sys.path[:] = old_argv, old_path
         schedule_hooks.remove(rec)
-    return rec
+    return rec, status
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,14 +69,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        rec = run_script(args.script, args.args)
-    except FileNotFoundError as e:
-        print(f"tolk schedule: {e}", file=sys.stderr)
+    if not os.path.isfile(args.script):
+        print(f"tolk schedule: no such script file: {args.script!r}", file=sys.stderr)
         return 2
+    # with --json the script's own output goes to stderr: stdout holds the JSON alone
+    rec, status = run_script(args.script, args.args, sys.stderr if args.json else None)
     if args.json:
         print(json.dumps(rec.records, indent=2))
-        return 0
+        return status
     print(f"{len(rec.records)} schedule(s) realized by {args.script}")
     for i, r in enumerate(rec.records):
         ratio = r["arena_bytes"] / r["floor_bytes"] if r["floor_bytes"] else 1.0
@@ -66,7 +87,7 @@ def main(args: argparse.Namespace) -> int:
         names = r["kernel_names"]
         print("    " + ", ".join(names[:8])
               + (f", ... ({len(names) - 8} more)" if len(names) > 8 else ""))
-    return 0
+    return status
 
 
 def register(subparsers) -> None:

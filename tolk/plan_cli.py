@@ -103,15 +103,18 @@ def run(args: argparse.Namespace) -> int:
             f"over --capacity {args.capacity}",
             EXIT_INVALID,
         )
-    _write_csv(bufs, plan.offsets, args.out)
-    if args.svg:
-        _write_svg(bufs, list(plan.offsets), plan.arena, floor, args.svg)
+    try:
+        _write_csv(bufs, plan.offsets, args.out)
+        if args.svg:
+            _write_svg(bufs, list(plan.offsets), plan.arena, floor, args.svg)
+    except OSError as e:
+        return _fail(f"cannot write the plan: {e}", EXIT_MALFORMED)
     return EXIT_OK
 
 
 def read_lifetimes(path: str, with_offsets: bool = False) -> Lifetimes:
     """Parse a lifetimes CSV; raises `InputError` naming the line for malformed input."""
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:  # a byte-order mark is no column
         reader = csv.reader(f)
         try:
             rows = [(reader.line_num, row) for row in reader if any(c.strip() for c in row)]
@@ -196,7 +199,10 @@ def _validate(bufs: Lifetimes, sol: Lifetimes, args: argparse.Namespace) -> int:
         return EXIT_INVALID
     print(f"tolk plan: {args.validate} is a valid plan for {args.file}", file=sys.stderr)
     if args.svg:
-        _write_svg(bufs, offsets, arena, floor, args.svg)
+        try:
+            _write_svg(bufs, offsets, arena, floor, args.svg)
+        except OSError as e:
+            return _fail(f"cannot write the picture: {e}", EXIT_MALFORMED)
     return EXIT_OK
 
 
