@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import pytest
 
 from tolk.errors import DeviceError, ShapeError
+from tolk.multi import MultiTensor
 from tolk.schedule import linear_stats
 from tolk.tensor import Tensor
 from tolk.uop import Ops
@@ -75,6 +78,13 @@ def test_sharded_operands_broadcast_as_numpy_or_are_refused():
     np.testing.assert_allclose((m * Tensor(col)).numpy(), a * col)
     np.testing.assert_allclose((1 - m).numpy(), 1 - a)
     np.testing.assert_allclose((1 / (m + 1)).numpy(), 1 / (a + 1))
+    t = Tensor(a + 2)  # a plain tensor first: the sharded operand's operator runs
+    for op in (operator.add, operator.sub, operator.mul, operator.truediv):
+        got = op(t, m + 1)
+        assert isinstance(got, MultiTensor)
+        np.testing.assert_allclose(got.numpy(), op(a + 2, a + 1))
+    with pytest.raises(TypeError, match="MultiTensor"):  # what shards do not offer stays refused
+        t < m
     with pytest.raises(ShapeError, match="at least one axis"):
         Tensor(3.0).shard(devs, 0)
 

@@ -474,6 +474,20 @@ def test_held_buffers_keep_their_identity():
     assert all(a.op is Ops.SLICE for a in args if a is not bufs[2])
 
 
+def test_held_items_that_are_no_uops_are_refused_and_a_held_join_holds_its_buffers():
+    lin, bufs = chain_linear(5)
+    for bad, what in (([[bufs[1]]], "list"), ([3], "int"), (None, "NoneType"), (5, "int")):
+        with pytest.raises(TypeError, match=what):
+            memory_plan_rewrite(lin, bad)
+    with pytest.raises(TypeError, match="LINEAR"):
+        memory_plan_rewrite([lin])
+    join = UOp(Ops.MSTACK, bufs[1].dtype, (bufs[1], bufs[3]))
+    planned = memory_plan_rewrite(lin, held_bufs=[join])
+    args = [a for c in planned.src for a in c.src[1:]]
+    assert bufs[1] in args and bufs[3] in args
+    assert all(a.op is Ops.SLICE for a in args if a is not bufs[1] and a is not bufs[3])
+
+
 def test_no_memory_planner_leaves_the_linear_unchanged():
     lin, _ = chain_linear(5)
     with Context(NO_MEMORY_PLANNER=1):

@@ -150,7 +150,7 @@ def test_tensor_of_a_tensor_with_a_dtype_casts_it():
     assert_matches(t.numpy(), np.array([1, 2], np.float16))
 
 
-@pytest.mark.parametrize("bad", ["abc", np.array([1j]), {1: 2}, 2**70])
+@pytest.mark.parametrize("bad", ["abc", np.array([1j]), {1: 2}, [1, "a"], [1, None]])
 def test_unsupported_data_raises_type_error(bad):
     with pytest.raises(TypeError):
         Tensor(bad)
@@ -1986,6 +1986,36 @@ def test_python_ints_past_int64_make_uint64_and_wide_fills_int64():
     assert full.dtype == np.int64 and full.tolist() == [2**40, 2**40]
     with pytest.raises(ValueError, match="int32"):  # a weak scalar keeps the tensor's dtype
         Tensor(np.array([1], np.int32)) + 2**40
+
+
+def test_python_ints_no_64_bit_dtype_holds_are_refused_and_uint64_data_stays_exact():
+    for bad, names in (([2**64], "18446744073709551616"), (2**70, str(2**70)),
+                       ([[-2**63 - 1, 0]], str(-2**63 - 1)), ([2**63, -1], "from -1 to")):
+        with pytest.raises(ValueError, match="no 64-bit integer dtype") as e:
+            Tensor(bad)
+        assert names in str(e.value)
+    # numpy makes [2**63, 1] float64 (2**63 + 1 would round): tolk keeps it exact in uint64
+    for data in ([2**63, 1], [[1], [2**63 + 1]], [2**64 - 1, 0]):
+        got = Tensor(data).numpy()
+        assert got.dtype == np.uint64 and got.tolist() == np.array(data, np.uint64).tolist()
+    floats = Tensor([2.0**63, -1.0]).numpy()  # floats stay floats (float32)
+    assert floats.dtype == np.float32 and floats.tolist() == [2.0**63, -1.0]
+
+
+@pytest.mark.parametrize("dt", [np.uint8, np.int8, np.int16, np.uint32, np.int64, np.uint64])
+def test_comparing_with_a_python_int_the_dtype_cannot_hold_compares_by_value_as_numpy(dt):
+    a = np.array([0, 1, 100], dt)
+    t = Tensor(a)
+    ops = (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne)
+    for v in (-1, -129, 256, 70000, 2**64, -2**70, 5):
+        for op in ops:
+            for got, want in ((op(t, v), op(a, v)), (op(v, t), op(v, a))):
+                assert got.dtype is dtypes.bool
+                np.testing.assert_array_equal(got.numpy(), want, err_msg=f"{dt} {op} {v}")
+    info = np.iinfo(dt)
+    if info.max < 2**64:
+        with pytest.raises(ValueError, match="out of bounds"):  # arithmetic still refuses
+            t + (int(info.max) + 1)
 
 
 def test_axes_may_be_numpy_ints_and_a_0d_tensor_reduces_over_axis_0_as_numpy():

@@ -16,7 +16,7 @@ import numpy as np
 
 from tolk.errors import DeviceError, ShapeError
 from tolk.runtime.device import canonical_device
-from tolk.tensor import Tensor, _norm_axis
+from tolk.tensor import DEFER_TO, Tensor, _norm_axis
 
 
 class MultiTensor:
@@ -196,3 +196,6 @@ class MultiTensor:
 
     def numpy(self) -> np.ndarray:
         return self.to(self.devices[0]).numpy()
+
+
+DEFER_TO.add(MultiTensor)  # tensor + sharded: the sharded reflected operator runs

@@ -142,6 +142,11 @@ def _broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
+# Types whose reflected operators Tensor's +, -, * and / leave the operation to (Python then
+# calls theirs): tolk.multi registers MultiTensor, so ``tensor + sharded`` is sharded.
+DEFER_TO: set[type] = set()
+
+
 def _scalar_dtype(x: Scalar, other: DType) -> DType:
     """The dtype a Python scalar takes next to a tensor of dtype `other` (weak typing)."""
     if isinstance(x, bool):
@@ -430,12 +435,31 @@ class Tensor:
         return self._binop(Ops.MIN, x)
 
     def _cmp(self, op: Ops, x, reverse=False) -> Tensor:
+        """A comparison; a Python int the tensor's dtype cannot hold compares by value, as in
+        numpy 2 (``uint8_tensor < -1`` is all False, ``== 300`` all False, ``!= 300`` all
+        True), where arithmetic with it is an error."""
+        if type(x) is int and self.dtype.is_int and all(type(s) is int for s in self.shape):
+            info = np.iinfo(self.dtype.np)
+            if not info.min <= x <= info.max:
+                if op is Ops.CMPEQ or op is Ops.CMPNE:
+                    value = op is Ops.CMPNE
+                else:  # self < x (or <=) holds when x lies above the range; x < self below
+                    value = (x < info.min) if reverse else (x > info.max)
+                return self.full_like(value, dtypes.bool)
         return self._binop(op, x, reverse, out=dtypes.bool)
 
-    __add__ = add
-    __mul__ = mul
-    __sub__ = sub
-    __truediv__ = div
+    def __add__(self, x):
+        return NotImplemented if type(x) in DEFER_TO else self.add(x)
+
+    def __mul__(self, x):
+        return NotImplemented if type(x) in DEFER_TO else self.mul(x)
+
+    def __sub__(self, x):
+        return NotImplemented if type(x) in DEFER_TO else self.sub(x)
+
+    def __truediv__(self, x):
+        return NotImplemented if type(x) in DEFER_TO else self.div(x)
+
     __floordiv__ = floordiv
     __mod__ = mod
     __pow__ = pow
@@ -1475,8 +1499,9 @@ def _to_numpy(data: Any, want: DType | None) -> np.ndarray:
             except OverflowError as e:
                 raise ValueError(f"data does not fit {want.name}: {e}") from None
         arr = np.asarray(data)
-        if arr.dtype == object:
-            raise TypeError(f"cannot make a tensor from ragged or mixed data {data!r}"[:200])
+        if arr.dtype == object or (arr.dtype.kind == "f" and arr.size
+                                   and max(-arr.min(), arr.max()) >= 2.0 ** 63):
+            arr = _wide_ints(data, arr)
         if want is None and not isinstance(data, np.generic):
             # Python floats become float32, Python ints int32 (tensor-library defaults)
             if arr.dtype.kind == "f":
@@ -1492,6 +1517,27 @@ def _to_numpy(data: Any, want: DType | None) -> np.ndarray:
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"unsupported numpy dtype {arr.dtype} for a tensor")
     return arr
+
+
+def _wide_ints(data: Any, arr: np.ndarray) -> np.ndarray:
+    """`arr` (numpy's array of `data`) where numpy made objects or floats of Python ints past
+    int64: uint64 when they all fit it (numpy makes ``[2**63, 1]`` float64: rounded), else a
+    ValueError (no 64-bit dtype holds them); objects of another kind are ragged or mixed data
+    (TypeError); floats that were floats are returned as they are."""
+    leaves = np.array(data, dtype=object).ravel() if arr.dtype != object else arr.ravel()
+    if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in leaves):
+        if arr.dtype == object:
+            raise TypeError(f"cannot make a tensor from ragged or mixed data {data!r}"[:200])
+        return arr
+    lo, hi = int(min(leaves)), int(max(leaves))
+    if 0 <= lo and hi < 1 << 64:
+        return np.array(data, dtype=np.uint64)
+    if lo < -(1 << 63) or hi >= 1 << 64:
+        what = f"integer {lo if lo < -(1 << 63) else hi} fits"
+    else:
+        what = f"integers from {lo} to {hi} fit"
+    raise ValueError(f"{what} no 64-bit integer dtype (int64 holds -2**63..2**63-1, uint64 "
+                     f"0..2**64-1)"[:200])
 
 
 def _view_of_buffer(buf: UOp, shape: tuple[int, ...]) -> UOp:

@@ -87,18 +87,40 @@ def memory_plan_rewrite(
     A buffer lives from the first to the last call that names it; buffers whose lifetimes
     intersect never share bytes. Buffers used by COPY calls get their own arena per device.
     Held buffers (compared by identity) keep their identity and allocation: hold any buffer
-    that outlives the schedule. Returns `linear` unchanged when NO_MEMORY_PLANNER is set
+    that outlives the schedule (an MSTACK/MSELECT among them holds each buffer it names; an
+    item that is no UOp is a TypeError). Returns `linear` unchanged when NO_MEMORY_PLANNER is set
     (`enabled` overrides the flag) or nothing is plannable.
     """
+    if not isinstance(linear, UOp):
+        raise TypeError(f"memory_plan_rewrite needs a LINEAR, got {type(linear).__name__}")
+    held = _held(held_bufs)
     if not (not NO_MEMORY_PLANNER.value if enabled is None else enabled):
         return linear
     if linear.op is not Ops.LINEAR:
         raise ValueError(f"memory_plan_rewrite needs a LINEAR, got {linear.short()}")
     # two passes, the planning between them: a long plan never holds up another thread's pass
-    bufs, first, last, copy = scratch_pass(_planned, linear, set(held_bufs))
+    bufs, first, last, copy = scratch_pass(_planned, linear, held)
     if not bufs:
         return linear
     return scratch_pass(_rewrite, linear, bufs, _slices(bufs, first, last, copy))
+
+
+def _held(held_bufs: Iterable[UOp]) -> set[UOp]:
+    """The held buffers as a set; a join among them holds each buffer it names."""
+    try:
+        items = list(held_bufs)
+    except TypeError:
+        raise TypeError(f"memory_plan_rewrite's held_bufs must be an iterable of buffers, "
+                        f"got {type(held_bufs).__name__}") from None
+    held: set[UOp] = set()
+    for b in items:
+        if not isinstance(b, UOp):
+            raise TypeError(f"memory_plan_rewrite's held_bufs must hold BUFFER nodes, got "
+                            f"{type(b).__name__} {b!r}"[:200])
+        held.add(b)
+        if b.op is Ops.MSTACK or b.op is Ops.MSELECT:
+            held.update(buffers_of(b))
+    return held
 
 
 def _planned(tok: object, linear: UOp, held: set[UOp]
