@@ -2012,6 +2012,10 @@ def test_comparing_with_a_python_int_the_dtype_cannot_hold_compares_by_value_as_
             for got, want in ((op(t, v), op(a, v)), (op(v, t), op(v, a))):
                 assert got.dtype is dtypes.bool
                 np.testing.assert_array_equal(got.numpy(), want, err_msg=f"{dt} {op} {v}")
+    b = np.array([True, False])
+    for v in (2**40, -2**40, 1, 2):
+        for op in ops:
+            np.testing.assert_array_equal(op(Tensor(b), v).numpy(), op(b, v))
     info = np.iinfo(dt)
     if info.max < 2**64:
         with pytest.raises(ValueError, match="out of bounds"):  # arithmetic still refuses

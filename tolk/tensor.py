@@ -438,8 +438,8 @@ class Tensor:
         """A comparison; a Python int the tensor's dtype cannot hold compares by value, as in
         numpy 2 (``uint8_tensor < -1`` is all False, ``== 300`` all False, ``!= 300`` all
         True), where arithmetic with it is an error."""
-        if type(x) is int and self.dtype.is_int and all(type(s) is int for s in self.shape):
-            info = np.iinfo(self.dtype.np)
+        if type(x) is int and not self.dtype.is_float and all(type(s) is int for s in self.shape):
+            info = np.iinfo(_scalar_dtype(x, self.dtype).np)  # a bool tensor compares as int32
             if not info.min <= x <= info.max:
                 if op is Ops.CMPEQ or op is Ops.CMPNE:
                     value = op is Ops.CMPNE
