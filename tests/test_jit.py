@@ -7,7 +7,7 @@ import pytest
 
 import tolk
 import tolk.schedule as sched
-from tolk import Tensor, Variable
+from tolk import Context, Tensor, Variable
 from tolk.engine.realize import capturing
 from tolk.errors import JitError
 from tolk.schedule import schedule_cache_clear, schedule_cache_info
@@ -124,7 +124,7 @@ def test_reading_data_during_capture_raises():
     assert capturing == []
 
 
-def test_nested_captures_are_an_error():
+def test_a_jitted_function_called_inside_a_capture_runs_as_part_of_it():
     inner = tolk.jit(lambda x: x + 1)
 
     def outer(x):
@@ -132,10 +132,13 @@ def test_nested_captures_are_an_error():
 
     f = tolk.jit(outer)
     inner(Tensor(rnd(4)))  # inner's next call would capture
-    f(Tensor(rnd(4)))
-    with pytest.raises(JitError, match="nest"):
-        f(Tensor(rnd(4)))
-    assert capturing == []
+    for i in range(4):  # run, capture (inner runs as plain code inside it), replay
+        np.testing.assert_allclose(f(Tensor(rnd(4, seed=i))).numpy(), (rnd(4, seed=i) + 1) * 2,
+                                   rtol=1e-6)
+    assert capturing == [] and f.calls == 2
+    for i in range(3):  # inner still captures and replays on its own
+        np.testing.assert_allclose(inner(Tensor(rnd(4, seed=i))).numpy(), rnd(4, seed=i) + 1,
+                                   rtol=1e-6)
 
 
 def test_captured_plan_holds_inputs_and_outputs_and_beats_per_step_plans():
@@ -193,3 +196,140 @@ def test_a_view_of_part_of_a_buffer_is_refused_as_an_input():
     base[0] = 100.0
     assert v.numpy().tolist() == [100, 2]  # still a view of base
     assert f(v.contiguous()).numpy().tolist() == [101, 3]
+
+
+def test_assigns_no_output_reads_are_captured_and_replayed():
+    w = Tensor(np.ones(3, np.float32)).contiguous().realize()
+    state = Tensor(np.zeros(3, np.float32)).contiguous().realize()
+
+    @tolk.jit
+    def step(x, s):
+        loss = (x * w).sum()
+        w.assign(w - 0.5 * x)  # a weight update: nothing returned reads it
+        s.assign(s + x)  # an input updated in place, not returned
+        return loss
+
+    want_w = np.ones(3, np.float32)
+    for i in range(5):
+        x = rnd(3, seed=i)
+        loss = step(Tensor(x), state)
+        np.testing.assert_allclose(loss.numpy(), (x * want_w).sum(), rtol=1e-5)
+        want_w = want_w - 0.5 * x
+        np.testing.assert_allclose(w.numpy(), want_w, rtol=1e-5)
+    np.testing.assert_allclose(state.numpy(), sum(rnd(3, seed=i) for i in range(5)), rtol=1e-5)
+
+
+def test_pending_assigns_made_before_a_call_run_first_and_are_not_replayed():
+    w = Tensor(np.ones(3, np.float32)).contiguous().realize()
+    f = tolk.jit(lambda x: x + w)
+    ref = np.ones(3, np.float32)
+    for i in range(5):  # run, capture, replays: each call sees w as assigned just before
+        w.assign(w * 2)
+        w[i % 3] = float(i + 10)
+        ref = ref * 2
+        ref[i % 3] = i + 10
+        np.testing.assert_array_equal(f(Tensor(np.zeros(3, np.float32))).numpy(), ref)
+        np.testing.assert_array_equal(w.numpy(), ref)
+
+
+def test_inputs_captured_as_one_tensor_must_stay_one_and_written_inputs_may_not_alias():
+    f = tolk.jit(lambda a, b: a * 2 + b)
+    for _ in range(3):
+        t = Tensor(rnd(4))
+        f(t, t)
+    with pytest.raises(JitError, match="inputs 0 and 1 the same"):
+        f(Tensor(rnd(4)), Tensor(rnd(4, seed=1)))
+    g = tolk.jit(lambda a, b: a * 2 + b)  # captured distinct: one tensor for both is fine
+    for i in range(3):
+        g(Tensor(rnd(4, seed=i)), Tensor(rnd(4, seed=i + 1)))
+    t = Tensor(rnd(4, seed=7))
+    np.testing.assert_allclose(g(t, t).numpy(), rnd(4, seed=7) * 3, rtol=1e-6)
+
+    @tolk.jit
+    def h(a, b):
+        a.assign(a + 1)
+        return b * 2
+
+    for i in range(3):
+        h(Tensor(rnd(4, seed=i)), Tensor(rnd(4, seed=i)))
+    t = Tensor(rnd(4))
+    with pytest.raises(JitError, match="which it writes"):
+        h(t, t)
+
+
+def test_a_variable_with_an_offset_passes_its_bound_value():
+    n = Variable("n", 1, 8)
+    f = tolk.jit(lambda a, v: a + v)
+    g = tolk.jit(lambda a, v: a[:, :v] * 2)
+    x = rnd(3, 9)
+    for i in range(4):
+        assert f(Tensor(np.zeros(2, np.float32)), n.bind(i + 1) + 1).numpy().tolist() == \
+            [i + 2] * 2
+        np.testing.assert_allclose(g(Tensor(x), n.bind(i + 1) + 1).numpy(), x[:, :i + 2] * 2,
+                                   rtol=1e-6)
+
+
+def test_a_variable_of_another_range_is_refused_on_replay():
+    f = tolk.jit(lambda a, v: a[:v].sum())
+    for i in range(3):
+        f(Tensor(rnd(8)), Variable("n", 1, 8).bind(i + 2))
+    with pytest.raises(JitError, match="captured with"):
+        f(Tensor(rnd(8)), Variable("n", 1, 64).bind(40))
+
+
+def test_sharded_inputs_and_outputs_are_replayed():
+    from tolk.multi import MultiTensor
+
+    devs = ("CPU:1", "CPU:2")
+    f = tolk.jit(lambda a, b: a * 2 + b)
+    for i in range(4):
+        x, y = rnd(4, 3, seed=i), rnd(4, 3, seed=i + 9)
+        out = f(Tensor(x).shard(devs, 0), Tensor(y).shard(devs, 0))
+        assert isinstance(out, MultiTensor) and out.axis == 0
+        np.testing.assert_allclose(out.numpy(), x * 2 + y, rtol=1e-6)
+
+
+def test_capturing_off_runs_the_function_every_call():
+    with Context(CAPTURING=0):
+        f = tolk.jit(lambda a: a * 2)
+        for i in range(4):
+            np.testing.assert_allclose(f(Tensor(rnd(3, seed=i))).numpy(), rnd(3, seed=i) * 2)
+        assert f.plan is None
+    for i in range(3):  # on again: it captures and replays as usual
+        np.testing.assert_allclose(f(Tensor(rnd(3, seed=i))).numpy(), rnd(3, seed=i) * 2)
+    assert f.plan is not None
+
+
+def test_a_capture_that_raises_runs_what_it_realized_and_captures_again_next_call():
+    keep = {}
+
+    @tolk.jit
+    def g(a, fail=False):
+        a.assign(a + 1)
+        a.realize()
+        y = a * 3
+        y.realize()
+        keep["y"] = y
+        if fail:
+            raise ValueError("bad input")
+        return y
+
+    g(Tensor(np.zeros(2, np.float32)))
+    t = Tensor(np.zeros(2, np.float32))
+    with pytest.raises(ValueError, match="bad input"):
+        g(t, fail=True)
+    assert t.numpy().tolist() == [1, 1] and keep["y"].numpy().tolist() == [3, 3]
+    assert capturing == [] and g.calls == 1
+    for i in range(3):
+        t = Tensor(np.full(2, float(i), np.float32))
+        assert g(t).numpy().tolist() == [3 * (i + 1)] * 2 and t.numpy().tolist() == [i + 1] * 2
+
+
+def test_an_output_made_from_host_data_is_a_fresh_copy_each_call():
+    f = tolk.jit(lambda a: (a + 1, Tensor(np.array([1.0, 2.0, 3.0], np.float32))))
+    outs = [f(Tensor(np.zeros(3, np.float32))) for _ in range(4)]
+    outs[3][1][0] = 100.0
+    outs[2][1][1] = 50.0
+    assert outs[3][1].numpy().tolist() == [100, 2, 3]
+    assert outs[2][1].numpy().tolist() == [1, 50, 3]
+    assert outs[1][1].numpy().tolist() == [1, 2, 3] == f(Tensor(rnd(3)))[1].numpy().tolist()

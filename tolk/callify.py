@@ -31,7 +31,9 @@ assigned from two threads at once needs the caller's lock, as a numpy array woul
 
 from __future__ import annotations
 
+import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -460,7 +462,40 @@ def assign(target: Tensor, x) -> Tensor:
     for t in views:
         t.uop = t.uop.substitute({state: new_state})
         _register_view(t)
+    _note_pending(new_state)
     return target
+
+
+_thread = threading.local()  # .pending: weak references to the states this thread assigned
+
+
+def _note_pending(state: UOp) -> None:
+    """Remember that this thread made the pending state `state` (see `take_pending_assigns`);
+    the record drops settled and dead states whenever it doubles, so it stays small."""
+    record = getattr(_thread, "pending", None)
+    if record is None:
+        record = _thread.pending = [[], 64]  # the references, the size that prunes them
+    refs = record[0]
+    refs.append(weakref.ref(state))
+    if len(refs) >= record[1]:
+        refs[:] = [r for r in refs if (s := r()) is not None and _views.get(s)]
+        record[1] = max(64, 2 * len(refs))
+
+
+def take_pending_assigns() -> list[Tensor]:
+    """The assigns this thread made that are still pending: one tensor viewing each pending
+    state (realizing them runs them). The record is emptied: the caller realizes them."""
+    record = getattr(_thread, "pending", None)
+    if not record or not record[0]:
+        return []
+    out = []
+    for r in record[0]:
+        s = r()
+        views = _views.get(s) if s is not None else None
+        if views:
+            out.extend(list(views)[:1])
+    record[0].clear()
+    return out
 
 
 def _shows_padding(u: UOp) -> bool:

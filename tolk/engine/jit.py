@@ -8,13 +8,24 @@ memory-planned once holding every input and output buffer, and run.
 Later calls replay: each input tensor's buffer is bound where the captured input was, the
 new variable values are passed, and the compiled kernels run in order with no scheduling.
 
-Arguments may be Tensors and bound Variables in any mix (positional or keyword, also inside
-lists, tuples and dicts); any other value is a constant baked into the capture. Replay
-returns fresh output tensors each call. Inputs must keep their shapes, dtypes and devices
-(`JitError` otherwise), and each must be a tensor of its own, not a view of part of
-another's buffer (pass ``x.contiguous()``); reading a tensor's data inside a captured
-function is an error (the value would be baked in), and captures do not nest (within a
-thread; two threads may capture at once).
+Arguments may be Tensors, sharded tensors (their shards are the inputs) and bound Variables
+in any mix (positional or keyword, also inside lists, tuples and dicts); any other value is a
+constant baked into the capture. Replay returns fresh output tensors each call (an output
+made from host data inside the function is a fresh copy of the captured one). Inputs must
+keep their shapes, dtypes and devices, variables their names and ranges, and arguments that
+were one tensor at capture must stay one tensor (`JitError` otherwise; distinct tensors may
+later be one tensor unless the function writes it); each input must be a tensor of its own,
+not a view of part of another's buffer (pass ``x.contiguous()``); reading a tensor's data
+inside a captured function is an error (the value would be baked in).
+
+Assigns: the capture takes every assign the function makes (also into tensors it does not
+return: a weight update), so each replay makes them again. This thread's assigns still
+pending when a capture or a replay starts are run first, so the function always sees the
+values its tensors hold (a replay reads those tensors' buffers directly). A capture that
+raises runs what the function had realized before the error, as a plain call would have,
+and the next call captures again. A jitted function called while another one captures (in
+the same thread) runs as plain code: its schedules join the outer capture. With
+``CAPTURING=0`` every call runs the function as plain code.
 """
 
 from __future__ import annotations
@@ -27,18 +38,22 @@ import numpy as np
 
 from tolk.engine.realize import capturing, run_linear
 from tolk.errors import JitError
+from tolk.helpers import CAPTURING
 from tolk.runtime.cpu import get_kernel
-from tolk.runtime.device import set_storage, typed_view
+from tolk.runtime.device import buffer_storage, set_storage, typed_view
 from tolk.schedule import memory_plan_rewrite
 from tolk.uop.ops import Ops, UOp
 
 
 def _flatten(obj: Any, out: list) -> None:
+    from tolk.multi import MultiTensor
     from tolk.tensor import Tensor
     from tolk.variable import BoundVariable
 
     if isinstance(obj, (Tensor, BoundVariable)):
         out.append(obj)
+    elif isinstance(obj, MultiTensor):
+        out.extend(obj.shards)
     elif isinstance(obj, (list, tuple)):
         for o in obj:
             _flatten(o, out)
@@ -71,6 +86,30 @@ def _signature(t) -> tuple:
     return (t.shape, t.dtype, t.device)
 
 
+def _var_signature(b) -> tuple:
+    return (b.name, b.var.min, b.var.max)
+
+
+def _var_value(b) -> int:
+    """The value a bound variable binds (``n.bind(3) + 1`` binds 3; the graph adds the 1)."""
+    return b.value - b.add
+
+
+def _aliases(bufs: list[UOp]) -> tuple[int, ...]:
+    """For each input, the first input with its buffer."""
+    first: dict[UOp, int] = {}
+    return tuple(first.setdefault(b, i) for i, b in enumerate(bufs))
+
+
+def _run_pending() -> None:
+    """Run this thread's pending assigns (a plain realize, never captured)."""
+    from tolk.callify import take_pending_assigns
+
+    pending = take_pending_assigns()
+    if pending:
+        pending[0].realize(*pending[1:])
+
+
 class _Capturer:
     """Collects the schedules realized while a function is captured."""
 
@@ -97,6 +136,8 @@ class CapturedJit:
         self.out_bufs: list[UOp] = []
         self.out_views: list[UOp] = []
         self.in_index: dict[UOp, int] = {}
+        self.in_alias: tuple[int, ...] = ()
+        self.written_in: set[int] = set()  # the inputs some captured call writes
         self.const_outs: set[UOp] = set()
         functools.update_wrapper(self, fn)
 
@@ -111,16 +152,14 @@ class CapturedJit:
 
         tensors = [x for x in flat if isinstance(x, Tensor)]
         binds = [x for x in flat if not isinstance(x, Tensor)]
-        if self.calls == 0:
-            for t in tensors:  # what the capture will ask of them, asked from the first call
-                _input_buffer(t)
-            self.calls = 1
-            out = self.fn(*args, **kwargs)
+        if self.calls == 0 or capturing or not CAPTURING.value:
+            if self.calls == 0 and not capturing and CAPTURING.value:
+                for t in tensors:  # what the capture will ask of them, asked from the first call
+                    _input_buffer(t)
+                self.calls = 1
+            out = self.fn(*args, **kwargs)  # plain code (inside a capture: part of it)
             _realize_outputs(out)
             return out
-        if capturing:
-            raise JitError(f"tolk.jit captures do not nest: {self.fn.__name__!r} was called while "
-                           "another function is being captured")
         if self.calls == 1:
             return self._capture(tensors, binds, args, kwargs)
         return self._replay(tensors, binds)
@@ -130,37 +169,49 @@ class CapturedJit:
     def _capture(self, tensors, binds, args, kwargs):
         from tolk.tensor import Tensor
 
+        from tolk.callify import take_pending_assigns
+
         in_bufs = [_input_buffer(t) for t in tensors]
-        self.in_sigs = [_signature(t) for t in tensors]
-        self.var_names = [b.name for b in binds]
+        _run_pending()  # what was assigned before the call is not the function's to replay
         cap = _Capturer()
-        if capturing:  # this thread's: other threads capture on their own
-            raise JitError("tolk.jit captures do not nest: a capture is already running")
-        capturing.append(cap)
+        capturing.append(cap)  # this thread's: other threads capture on their own
         try:
             out = self.fn(*args, **kwargs)
             outs: list = []
             _flatten(out, outs)
             out_tensors = [o for o in outs if isinstance(o, Tensor)]
-            if out_tensors:
-                out_tensors[0].realize(*out_tensors[1:])
-        finally:
+            todo = out_tensors + take_pending_assigns()  # also the assigns no output reads
+            if todo:
+                todo[0].realize(*todo[1:])
+        except BaseException:
             capturing.remove(cap)
+            if cap.calls:  # tensors realized before the error hold their values, as when run
+                run_linear(UOp(Ops.LINEAR, src=tuple(cap.calls)), cap.var_vals)
+            raise
+        capturing.remove(cap)
+        self.in_sigs = [_signature(t) for t in tensors]
+        self.var_names = [_var_signature(b) for b in binds]
+        self.in_alias = _aliases(in_bufs)
         self.out_views = [o.uop for o in out_tensors]
         self.out_bufs = list({_base(o.uop): None for o in out_tensors})  # distinct buffers
         self.out_template = out
         linear = UOp(Ops.LINEAR, src=tuple(cap.calls))
         held = [*in_bufs, *self.out_bufs]
         self.linear = memory_plan_rewrite(linear, held)
-        run_linear(self.linear, {**cap.var_vals, **{b.name: b.value for b in binds}})
+        run_linear(self.linear, {**cap.var_vals, **{b.name: _var_value(b) for b in binds}})
         self._compile(in_bufs)
         self.calls = 2
         return out
 
     def _compile(self, in_bufs: list[UOp]) -> None:
         """Per call: its kernel and, per argument, a fixed view or an input/output index."""
+        from tolk.callify import _written_slots
+
         self.in_index = {b: i for i, b in enumerate(in_bufs)}
         written = {c.src[1] for c in self.linear.src if len(c.src) > 1}
+        stored = {c.src[1:][slot] for c in self.linear.src
+                  for slot in _written_slots(c.src[0]) if slot < len(c.src) - 1}
+        self.written_in = {i for i, b in enumerate(in_bufs) if b in stored}
         # an output no call writes (made from host data inside fn) is a constant of the capture
         self.const_outs = {b for b in self.out_bufs if b not in written and b not in self.in_index}
         where = {b: ("in", i) for i, b in enumerate(in_bufs)}
@@ -187,24 +238,29 @@ class CapturedJit:
         if sigs != self.in_sigs:
             raise JitError(f"jitted function called with inputs {sigs}, "
                            f"captured with {self.in_sigs}")
-        if [b.name for b in binds] != self.var_names:
-            raise JitError(f"jitted function called with variables {[b.name for b in binds]}, "
+        vsigs = [_var_signature(b) for b in binds]
+        if vsigs != self.var_names:
+            raise JitError(f"jitted function called with variables (name, min, max) {vsigs}, "
                            f"captured with {self.var_names}")
         in_bufs = [_input_buffer(t) for t in tensors]
+        self._check_aliases(_aliases(in_bufs))
+        _run_pending()  # the plan reads the buffers of the tensors it did not get as inputs
         ins = [typed_view(b) for b in in_bufs]
         new_bufs = []
         for b in self.out_bufs:
             if b in self.in_index:  # an output that is an input (e.g. updated in place)
                 new_bufs.append(in_bufs[self.in_index[b]])
                 continue
-            if b in self.const_outs:
-                new_bufs.append(b)
+            if b in self.const_outs:  # made from host data in the function: a fresh copy
+                nb = UOp.buffer(b.dtype, b.size, b.device)
+                set_storage(nb, buffer_storage(b))
+                new_bufs.append(nb)
                 continue
             nb = UOp.buffer(b.dtype, b.size, b.device)
             set_storage(nb, np.zeros(nb.nbytes, np.uint8))
             new_bufs.append(nb)
         outs = [typed_view(b) for b in new_bufs]
-        var_vals = {b.name: b.value for b in binds}
+        var_vals = {b.name: _var_value(b) for b in binds}
         with np.errstate(all="ignore"):
             for kernel, specs in self.plan:
                 bufs = [s[1] if s[0] == "fixed" else (ins[s[1]] if s[0] == "in" else outs[s[1]])
@@ -224,6 +280,22 @@ class CapturedJit:
                     mapping[n] = new_binds[n.src[0].arg[0]]
             fresh.append(Tensor(v.substitute(mapping)))
         return _rebuild(self.out_template, iter(fresh))
+
+    def _check_aliases(self, now: tuple[int, ...]) -> None:
+        """Inputs that were one tensor at capture must be one now (the plan has one buffer for
+        them); inputs that are one now but were not may share only if the plan writes neither
+        (it orders a write and a read of different buffers freely)."""
+        if now == self.in_alias:
+            return
+        for i, (was, is_) in enumerate(zip(self.in_alias, now)):
+            if was != i and now[was] != is_:
+                raise JitError(f"jitted function captured with inputs {was} and {i} the same "
+                               f"tensor, called with different ones: reset() it to capture "
+                               f"again")
+            if is_ != i and self.in_alias[is_] != was and \
+                    (i in self.written_in or is_ in self.written_in):
+                raise JitError(f"jitted function called with inputs {is_} and {i} the same "
+                               f"tensor, which it writes: it was captured with different ones")
 
 
 def _base(u: UOp) -> UOp:
@@ -245,8 +317,12 @@ def _realize_outputs(out) -> None:
 def _rebuild(template, fresh):
     from tolk.tensor import Tensor
 
+    from tolk.multi import MultiTensor
+
     if isinstance(template, Tensor):
         return next(fresh)
+    if isinstance(template, MultiTensor):
+        return MultiTensor([next(fresh) for _ in template.shards], template.axis)
     if isinstance(template, (list, tuple)):
         return type(template)(_rebuild(t, fresh) for t in template)
     if isinstance(template, dict):
