@@ -2064,8 +2064,12 @@ def test_an_assign_into_a_view_that_shows_padding_makes_the_pad_a_new_tensor():
     x[::3] = 0.0  # a strided slice pads and shrinks the padding away: still a view of x
     assert x.numpy().tolist() == [0, 1, 2, 0, 4, 5, 0, 7, 8, 0]
     a = Tensor(np.arange(4, dtype=np.float32)).realize()
-    a.pad(((1, 1),))[1:3] = 9.0  # shows none of the padding: writes through
-    assert a.numpy().tolist() == [9, 9, 2, 3]
+    p = a.pad(((1, 1),))
+    p[1:3] = 9.0  # shows none of the padding, and still writes only the pad (np.pad copies)
+    assert a.numpy().tolist() == [0, 1, 2, 3] and p.numpy().tolist() == [0, 9, 9, 2, 3, 0]
+    r = a.repeat(2)  # np.tile copies too: later writes into a do not reach it
+    a[0] = 5.0
+    assert r.numpy().tolist() == [0, 1, 2, 3] * 2
 
 
 def test_a_gather_from_an_empty_axis_is_refused_when_it_is_built():
@@ -2116,14 +2120,80 @@ def test_tensors_made_by_zeros_ones_and_full_are_writable_as_numpy_arrays():
         b.reshape(1, 3).expand(2, 3)[0, 0] = 9.0  # a broadcast view of a buffer stays read-only
 
 
-def test_the_padding_check_of_an_assign_follows_axes_and_skips_large_strided_slices():
+def test_writes_into_views_of_a_pad_stay_in_it_and_strided_slices_write_through_at_any_size():
     a = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4)).realize()
-    a.pad(((1, 0), (0, 2))).T[:, 1:] = 5.0  # shows the column padding: a new tensor
+    t = a.pad(((1, 0), (0, 2))).T
+    t[:, 1:] = 5.0
     assert a.numpy().tolist() == np.arange(12).reshape(3, 4).tolist()
-    b = Tensor(np.arange(6, dtype=np.float32)).realize()
-    q = b.pad(((0, 2),)).reshape(2, 4)  # a reshape mixes the padded axis: checked whole
-    q[:, :2] = 9.0
-    assert b.numpy().tolist() == [9, 9, 2, 3, 9, 9]
+    want = np.pad(np.arange(12.0).reshape(3, 4), ((1, 0), (0, 2))).T
+    want[:, 1:] = 5.0
+    assert t.numpy().tolist() == want.tolist()
+    for n in (6, 2**20 + 6):  # a reshape mixing the padded axis, small and large
+        b = Tensor(np.arange(n, dtype=np.float32)).realize()
+        q = b.pad(((0, 2),)).reshape(-1, 4)
+        q[-1] = 9.0
+        assert b[-6:].numpy().tolist() == list(range(n - 6, n))
+        assert q[-1].numpy().tolist() == [9, 9, 9, 9]
     x = Tensor(np.zeros(3_000_000, np.float32)).realize()
     x[::3] = 1.0  # a strided slice of a large tensor: no element-by-element check
     assert x[:7].numpy().tolist() == [1, 0, 0, 1, 0, 0, 1] and float(x.sum().numpy()) == 1e6
+
+
+def test_a_pad_a_tile_and_a_concatenation_are_new_tensors_as_in_numpy():
+    a = np.arange(3, dtype=np.float32)
+    x = Tensor(a.copy())
+    p0, p1 = x.pad(((1, 1),)), x.pad(((1, 1),), value=-1.0)
+    same = x.pad(((0, 0),))
+    r, c = x.repeat(2), Tensor.cat(x)
+    x[...] = 9.0  # none of them sees a later write into x (they were views of it, some)
+    assert p0.numpy().tolist() == np.pad(a, 1).tolist()
+    assert p1.numpy().tolist() == np.pad(a, 1, constant_values=-1).tolist()
+    assert same.numpy().tolist() == r.numpy().tolist()[:3] == c.numpy().tolist() == a.tolist()
+    p = Tensor(a.copy()).pad(((0, 2),))
+    p[4:] = 5.0  # a write showing only padding reaches the pad (it was lost)
+    assert p.numpy().tolist() == [0, 1, 2, 0, 5]
+    p[2:4] = 6.0
+    assert p.numpy().tolist() == [0, 1, 6, 6, 5]
+
+
+def test_slices_with_steps_past_the_axis_take_one_element_without_padding_to_the_step():
+    a = np.arange(10, dtype=np.float32).reshape(2, 5)
+    x = Tensor(a.copy())
+    for idx in ((slice(None), slice(None, None, 10**9)), (slice(None, None, 10**19),),
+                (slice(None, None, 2**63),), (slice(1, None, 4 * 10**9), slice(2, None, 7))):
+        np.testing.assert_array_equal(x[idx].numpy(), a[idx])
+    x[:, 1::10**18] = -1.0
+    a[:, 1::10**18] = -1.0
+    np.testing.assert_array_equal(x.numpy(), a)
+
+
+def test_int_true_division_by_a_python_int_of_any_size_and_bool_math_with_wide_ints():
+    i8 = np.array([1, 2, -3], np.int8)
+    for v in (128, 1000, np.int64(300), -2**40):
+        np.testing.assert_allclose((Tensor(i8) / v).numpy(), (i8 / v).astype(np.float32))
+        np.testing.assert_allclose((v / Tensor(i8)).numpy(), (v / i8).astype(np.float32))
+    b = np.array([True, False])
+    for v in (2**31, -2**40):
+        got = (Tensor(b) + v).numpy()
+        assert got.dtype == np.int64 and got.tolist() == (b + v).tolist()
+    assert (Tensor(b) + 2).dtype is dtypes.int32  # small ints keep int32 (tolk's default)
+
+
+def test_setitem_takes_lists_and_arrays_cast_to_the_target_and_names_other_values():
+    x = Tensor(np.zeros((2, 3), np.float32))
+    x[0] = [1.0, 2.0, 3.0]
+    x[1] = np.arange(3)  # an int64 array, cast as numpy casts it
+    assert x.numpy().tolist() == [[1, 2, 3], [0, 1, 2]] and x.dtype is dtypes.float32
+    y = Tensor(np.zeros(3, np.int32))
+    y[:] = [1.7, -2.2, 3]
+    assert y.numpy().tolist() == np.array([1.7, -2.2, 3]).astype(np.int32).tolist()
+    for bad in (None, 1j, {"a": 1}):
+        with pytest.raises(TypeError, match="bool, int or float"):
+            x[0] = bad
+        with pytest.raises(TypeError, match="bool, int or float"):
+            x.pad(((1, 1), (0, 0)), value=bad)
+    with pytest.raises(TypeError, match="list"):
+        Tensor.full((2,), [1, 2])
+    with pytest.raises(ShapeError):
+        x[0] = [1.0, 2.0]
+    assert x.numpy().tolist() == [[1, 2, 3], [0, 1, 2]]  # unchanged by the refusals

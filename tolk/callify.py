@@ -423,7 +423,10 @@ def _written_slots(ast: UOp) -> set[int]:
 def assign(target: Tensor, x) -> Tensor:
     """Store `x` into `target`'s buffer through `target`'s view; every view of the buffer
     (including `target`) then reads the new state."""
-    if not isinstance(x, Tensor):
+    if isinstance(x, (list, tuple, np.ndarray)):  # host data, cast to the target's dtype
+        x = Tensor(np.asarray(x).astype(target.dtype.np) if isinstance(x, np.ndarray) else x,
+                   device=target.device, dtype=target.dtype)
+    elif not isinstance(x, Tensor):
         x = Tensor.full(target.shape, x, target.dtype, target.device)
     if x.shape != target.shape:
         # numpy assignment broadcasting: leading size-1 axes may go, then broadcast
@@ -445,8 +448,6 @@ def assign(target: Tensor, x) -> Tensor:
                 raise ValueError(f"cannot assign into a broadcast (expanded) view of shape "
                                  f"{target.shape}: it is read-only, as in numpy")
             chain = chain.src[0]
-    if _shows_padding(target.uop):  # a pad is a new tensor (as np.pad's copy): its padding has
-        target._set(target.contiguous().uop)  # no storage in the buffer it pads
     if not _is_view_of_state(target.uop):
         realize([target])  # realizes the tensor `target` is a view of, if it is one
     state = _base_and_chain(target.uop)
@@ -496,60 +497,6 @@ def take_pending_assigns() -> list[Tensor]:
             out.extend(list(views)[:1])
     record[0].clear()
     return out
-
-
-def _shows_padding(u: UOp) -> bool:
-    """Whether the view `u` (movement ops over a buffer state) has elements that are a PAD's
-    padding rather than elements of the buffer (a strided slice pads and shrinks it away
-    again: no). Followed per axis, a valid-element mask for each axis a PAD touched (sizes of
-    axes, not of the tensor); a RESHAPE of a padded axis mixes axes, and then the buffer's
-    element indices are moved through the whole chain (padding -1) when the view has at most
-    `_PAD_CHECK_MAX` elements, else the view is taken as showing none (what a strided slice,
-    the common case, is). False for a chain without PAD or with symbolic shapes."""
-    chain = []
-    while u.op in GroupOp.Movement:
-        chain.append(u)
-        u = u.src[0]
-    if not any(m.op is Ops.PAD for m in chain) or shape_syms(shape_of(u)) \
-            or any(shape_syms(shape_of(m)) for m in chain):
-        return False
-    masks: list[np.ndarray | None] = [None] * len(shape_of(u))  # per axis, None: all valid
-    for m in reversed(chain):
-        op, arg = m.op, m.arg
-        if op is Ops.RESHAPE:
-            if any(k is not None for k in masks):
-                return _shows_padding_whole(u, chain)
-            masks = [None] * len(arg)
-        elif op is Ops.PERMUTE:
-            masks = [masks[a] for a in arg]
-        elif op is Ops.EXPAND:
-            masks = [k if k is None or len(k) == n else np.repeat(k, n)
-                     for k, n in zip(masks, arg)]
-        elif op is Ops.PAD:
-            masks = [k if b == e == 0 else np.pad(np.ones(n, bool) if k is None else k, (b, e))
-                     for k, (b, e), n in zip(masks, arg, shape_of(m.src[0]))]
-        elif op is Ops.SHRINK:
-            masks = [k if k is None else k[b:e] for k, (b, e) in zip(masks, arg)]
-        else:  # FLIP
-            masks = [k[::-1] if k is not None and i in arg else k for i, k in enumerate(masks)]
-    return any(k is not None and not k.all() for k in masks)
-
-
-_PAD_CHECK_MAX = 1 << 20  # views checked element by element when a reshape mixes padded axes
-
-
-def _shows_padding_whole(u: UOp, chain: list[UOp]) -> bool:
-    if prod(shape_of(chain[0])) > _PAD_CHECK_MAX or prod(shape_of(u)) > _PAD_CHECK_MAX:
-        return False
-    idx = np.arange(prod(shape_of(u)), dtype=np.int64).reshape(shape_of(u))
-    for m in reversed(chain):
-        op, arg = m.op, m.arg
-        idx = (idx.reshape(arg) if op is Ops.RESHAPE else np.transpose(idx, arg)
-               if op is Ops.PERMUTE else np.broadcast_to(idx, arg) if op is Ops.EXPAND
-               else np.pad(idx, arg, constant_values=-1) if op is Ops.PAD
-               else idx[tuple(slice(b, e) for b, e in arg)] if op is Ops.SHRINK
-               else np.flip(idx, arg))
-    return bool((idx < 0).any())
 
 
 def _conflicting_binds(a: UOp, b: UOp) -> bool:

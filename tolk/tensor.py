@@ -151,8 +151,10 @@ def _scalar_dtype(x: Scalar, other: DType) -> DType:
     """The dtype a Python scalar takes next to a tensor of dtype `other` (weak typing)."""
     if isinstance(x, bool):
         return other
-    if isinstance(x, int):
-        return other if other is not dtypes.bool else dtypes.default_int
+    if isinstance(x, int):  # next to bools: int32, or int64 for a wider int (as numpy)
+        if other is not dtypes.bool:
+            return other
+        return dtypes.default_int if -(1 << 31) <= x < (1 << 31) else dtypes.int64
     return other if other.is_float else dtypes.default_float
 
 
@@ -399,7 +401,11 @@ class Tensor:
         return self._binop(Ops.MUL, x, reverse)
 
     def div(self, x, reverse=False) -> Tensor:
-        """True division; integer operands give float32."""
+        """True division; integer operands give float32 (a Python int divides as a float:
+        ``int8_tensor / 1000`` is fine, as in numpy)."""
+        if not self.dtype.is_float and isinstance(x, (int, np.integer)) \
+                and not isinstance(x, (bool, np.bool_)):
+            return self._float().div(x, reverse)
         a, b = self._operands(x, reverse)
         return a._float()._alu(Ops.DIV, b._float())
 
@@ -888,12 +894,19 @@ class Tensor:
     def pad(self, padding, value: Scalar = 0) -> Tensor:
         """Pad with `value`: ``padding`` is ``((before, after), ...)`` per axis (None = no pad),
         or a flat tuple of ints in PyTorch order (last axis first). The result keeps this
-        tensor's dtype, `value` cast to it (as ``np.pad``: 7.5 pads an int tensor with 7)."""
+        tensor's dtype, `value` cast to it (as ``np.pad``: 7.5 pads an int tensor with 7).
+        Negative widths cut. As ``np.pad``, the result is a new tensor, not a view: writes
+        into it stay in it, and later writes into this tensor do not reach it (it is computed
+        lazily: no copy is made unless one of them is written)."""
+        return self._pad(padding, value)._copy()
+
+    def _pad(self, padding, value: Scalar = 0) -> Tensor:
+        """`pad`, as a view where `value` is 0 (internal: a strided slice is one)."""
         pads = _pad_arg(padding, self.ndim)
         if any(b < 0 or a < 0 for b, a in pads):
             x = self.shrink(tuple((max(0, -b), s - max(0, -a))
                                   for (b, a), s in zip(pads, self.shape)))
-            return x.pad(tuple((max(0, b), max(0, a)) for b, a in pads), value)
+            return x._pad(tuple((max(0, b), max(0, a)) for b, a in pads), value)
         if all(b == 0 and a == 0 for b, a in pads):
             return self
         out = self._mov(Ops.PAD, pads)
@@ -901,6 +914,14 @@ class Tensor:
             return out
         inside = Tensor.ones(self.shape, dtype=dtypes.bool, device=self.device)._mov(Ops.PAD, pads)
         return inside.where(out, Tensor.full((), value, self.dtype, self.device))
+
+    def _copy(self) -> Tensor:
+        """This tensor as a computed one where it is a view of a buffer (numpy's copy
+        semantics for `pad` and `repeat`): a cast to its own dtype, which kernels read as
+        the view itself (no work), while realizes treat the tensor as computed."""
+        if not _is_base_state(_base_and_chain(self.uop)):
+            return self
+        return self._alu(Ops.CAST)
 
     def shrink(self, arg) -> Tensor:
         """Keep ``[start, end)`` per axis (None = all). Bounds may be bound Variables (plus an
@@ -976,8 +997,10 @@ class Tensor:
                               for i in range(self.ndim)))
         if step == 1 or n == 0:
             return x.shrink(tuple((0, n) if i == axis else None for i in range(self.ndim)))
-        x = x.pad(tuple((0, n * step - x.shape[axis]) if i == axis else None
-                        for i in range(self.ndim)))
+        if n == 1:  # one element: no pad (a huge step would pad the axis to `step`)
+            return x.shrink(tuple((0, 1) if i == axis else None for i in range(self.ndim)))
+        x = x._pad(tuple((0, n * step - x.shape[axis]) if i == axis else None
+                         for i in range(self.ndim)))
         shp = x.shape
         x = x.reshape(shp[:axis] + (n, step) + shp[axis + 1 :])
         x = x.shrink(tuple((0, 1) if i == axis + 1 else None for i in range(x.ndim)))
@@ -1063,11 +1086,11 @@ class Tensor:
         total = sum(t.shape[d] for t in ts)
         out, off = None, 0
         for t in ts:
-            p = t.cast(dt).pad(tuple((off, total - off - t.shape[d]) if i == d else None
-                                     for i in range(self.ndim)))
+            p = t.cast(dt)._pad(tuple((off, total - off - t.shape[d]) if i == d else None
+                                      for i in range(self.ndim)))
             out = p if out is None else out + p
             off += t.shape[d]
-        return out
+        return out._copy()  # of one tensor too, a new tensor (as np.concatenate)
 
     @staticmethod
     def stack(*ts: Tensor, dim: int = 0) -> Tensor:
@@ -1089,7 +1112,7 @@ class Tensor:
         base = x.shape
         x = x.reshape(tuple(v for s in base for v in (1, s)))
         x = x.expand(tuple(v for r, s in zip(reps, base) for v in (r, s)))
-        return x.reshape(tuple(r * s for r, s in zip(reps, base)))
+        return x.reshape(tuple(r * s for r, s in zip(reps, base)))._copy()  # np.tile copies
 
     # -- linear algebra and nn ------------------------------------------------------------------
 
@@ -1231,7 +1254,7 @@ class Tensor:
             raise ShapeError(f"conv2d: input channels {cin} != {cin_g}*groups({groups}) or "
                              f"output channels {cout} not divisible by groups")
         pads = _conv_padding(padding)
-        x = self.pad(((0, 0), (0, 0), pads[0], pads[1]))
+        x = self._pad(((0, 0), (0, 0), pads[0], pads[1]))
         (sh, sw), (dh, dw) = _pair(stride), _pair(dilation)
         oh, ow = x._window_outs((kh, kw), (sh, sw), (dh, dw))
         win = x._unfold((kh, kw), (sh, sw), (dh, dw))
@@ -1247,7 +1270,7 @@ class Tensor:
         x = self
         if any(p for pp in pads for p in pp):
             lowest = -math.inf if x.dtype.is_float else int(np.iinfo(x.dtype.np).min)
-            x = x.pad(((0, 0),) * (x.ndim - 2) + tuple(pads), value=lowest)
+            x = x._pad(((0, 0),) * (x.ndim - 2) + tuple(pads), value=lowest)
         out = None
         for _, win in x._windows(k, _pair(stride) if stride is not None else k, _pair(dilation)):
             out = win if out is None else out.maximum(win)
@@ -1258,7 +1281,7 @@ class Tensor:
         k = _pair(kernel_size)
         pads = _conv_padding(padding)
         x = self._float()
-        x = (x.pad(((0, 0),) * (x.ndim - 2) + tuple(pads)) if any(p for pp in pads for p in pp)
+        x = (x._pad(((0, 0),) * (x.ndim - 2) + tuple(pads)) if any(p for pp in pads for p in pp)
              else x)
         out = None
         for _, win in x._windows(k, _pair(stride) if stride is not None else k, _pair(dilation)):
@@ -1458,7 +1481,11 @@ def _broadcast_const(dtype: DType, value: Scalar, shape: tuple) -> UOp:
 
 
 def _py_value(x: Scalar, d: DType) -> Scalar:
-    """`x` as a Python value of dtype `d`; an int that `d` cannot hold is an error (numpy 2)."""
+    """`x` as a Python value of dtype `d`; an int that `d` cannot hold is an error (numpy 2),
+    and so is anything that is no real scalar (a list, None, a complex number)."""
+    if not isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)):
+        raise TypeError(f"a scalar for a {d.name} tensor must be a bool, int or float, got "
+                        f"{type(x).__name__} {x!r}"[:200])
     if d is dtypes.bool:
         return bool(x)
     if d.is_int:

@@ -6,9 +6,9 @@ regression test can paste); they name *pool entries* by index, and every step th
 value appends one entry. Entries are Tensors or MultiTensors (sharded over CPU:1 and CPU:2).
 
 The oracle is numpy with eager semantics. Every tensor is a view of some storage (`_Base`):
-a computed tensor gets fresh storage holding its value at the moment it is made; a movement op
-or a slice (reshape, permute, expand, pad with 0, shrink, flip, getitem) is a view of its
-source's storage, stored as an index array into it (-1 where a pad reads zeros). Assigns write
+a computed tensor gets fresh storage holding its value at the moment it is made (so does a
+pad, as np.pad's copy); a movement op or a slice (reshape, permute, expand, shrink, flip,
+getitem) is a view of its source's storage, stored as an index array into it. Assigns write
 through a view into the storage, so every view of it sees the new data while a tensor computed
 earlier keeps its old value. This is tolk's documented assign semantics (tolk.tensor).
 
@@ -357,8 +357,7 @@ class NumpyMachine:
                           a.device)
         elif k == "move":
             e, kind, arg = p[step[2]], step[1], step[3]
-            grows = kind == "pad" and any(p is not None and max(p) > 0 for p in arg)
-            if grows and step[4] != 0:  # a pad that adds nothing is a view whatever its value
+            if kind == "pad":  # a new tensor, as np.pad's copy
                 self.computed(pad_np(e.value(), arg, step[4]), e.device)
             else:
                 self.view(e, kind, arg)

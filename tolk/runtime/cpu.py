@@ -233,6 +233,8 @@ class _Codegen:
             self.emit(n, f"{_BINARY[op]}({s[0]}, {s[1]})")
         elif op is Ops.WHERE:
             self.emit(n, f"np.where({s[0]}, {s[1]}, {s[2]})")
+        elif op is Ops.CAST and n.dtype is n.src[0].dtype:  # a copy's mark (Tensor._copy)
+            self.names[n] = self.names[n.src[0]]
         elif op is Ops.CAST:
             self.emit(n, self.cast(n, s[0]))
         elif op is Ops.BITCAST:
