@@ -209,3 +209,17 @@ def test_a_bound_variable_in_tensor_math_is_a_weakly_typed_int():
     with pytest.raises(ValueError, match="beyond int8"):
         small + Variable("m", 0, 1000).bind(5)
     assert (Tensor([True, False]) + n.bind(2)).dtype is dtypes.int32
+
+
+def test_a_symbolic_size_refuses_products_and_ops_that_need_a_static_size_name_it():
+    n = Variable("n", 1, 6)
+    v = Tensor(np.ones((4, 6), np.float32))[:, :n.bind(3)]
+    s = v.shape[1]
+    for product in (lambda: 4 * s, lambda: s * 4):  # a tuple's repetition before
+        with pytest.raises(TypeError, match="Sym"):
+            product()
+    with pytest.raises(ShapeError, match="flatten needs a static size on axis 1"):
+        v.flatten()
+    with pytest.raises(TypeError, match="symbolic size"):
+        Tensor.arange(s)
+    assert v.flatten(1, 1).shape == (4, s) and float(v.sum().numpy()) == 12.0

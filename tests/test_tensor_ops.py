@@ -2197,3 +2197,17 @@ def test_setitem_takes_lists_and_arrays_cast_to_the_target_and_names_other_value
     with pytest.raises(ShapeError):
         x[0] = [1.0, 2.0]
     assert x.numpy().tolist() == [[1, 2, 3], [0, 1, 2]]  # unchanged by the refusals
+
+
+def test_a_tensor_made_from_a_tensor_is_a_copy_as_np_array():
+    x = Tensor(np.arange(3, dtype=np.float32))
+    c, d = Tensor(x), Tensor(x, dtype="float32")
+    c[0] = 99.0
+    x[1] = 7.0
+    assert x.numpy().tolist() == [0, 7, 2] and c.numpy().tolist() == [99, 1, 2]
+    assert d.numpy().tolist() == [0, 1, 2]
+    y = x + 1
+    e = Tensor(y)
+    e[0] = 5.0
+    assert y.numpy().tolist() == [1, 8, 3] and e.numpy().tolist() == [5, 8, 3]
+    assert x.cast(dtypes.float32) is x  # a cast to its own dtype is the tensor itself

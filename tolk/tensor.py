@@ -159,7 +159,12 @@ def _scalar_dtype(x: Scalar, other: DType) -> DType:
 
 
 class Tensor:
-    """A lazy n-dimensional array on one device."""
+    """A lazy n-dimensional array on one device.
+
+    ``Tensor(data)`` takes numpy arrays, nested lists and scalars (copied), or a Tensor: a new
+    tensor with its values (as ``np.array(t)``: writes into either do not reach the other).
+    ``cast`` to the same dtype and ``to`` the same device return the tensor itself (as in
+    PyTorch and tinygrad)."""
 
     # `_parent`: for a view of a lazy (computed) tensor, a weak reference to the tensor it views
     # (the computed one, not an intermediate view); realizing that tensor makes this one a
@@ -175,9 +180,9 @@ class Tensor:
             return
         device = canonical_device(device or "CPU")
         want = to_dtype(dtype) if dtype is not None else None
-        if isinstance(data, Tensor):
+        if isinstance(data, Tensor):  # a new tensor, as np.array(t) copies (computed lazily)
             t = data.to(device)
-            self._set((t.cast(want) if want else t).uop)
+            self._set((t.cast(want) if want else t)._copy().uop)
             return
         arr = _to_numpy(data, want)
         d = want or _infer_dtype(arr)
@@ -304,6 +309,10 @@ class Tensor:
     def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
         if stop is None:
             start, stop = 0, start
+        for v in (start, stop, step):
+            if not isinstance(v, (int, float, np.integer, np.floating)):
+                what = "a symbolic size" if isinstance(v, Sym) else type(v).__name__
+                raise TypeError(f"arange takes int or float bounds, got {v!r} ({what})")
         arr = np.arange(start, stop, step)
         d = to_dtype(dtype) if dtype else (dtypes.default_float if arr.dtype.kind == "f"
                                            else dtypes.default_int)
@@ -967,6 +976,9 @@ class Tensor:
         if s > e:
             raise ShapeError(f"flatten of shape {self.shape}: start_dim {start_dim} comes after "
                              f"end_dim {end_dim}")
+        if s == e:
+            return self
+        _static_dims(self, "flatten", range(s, e + 1))
         return self.reshape(self.shape[:s] + (prod(self.shape[s : e + 1]),) + self.shape[e + 1 :])
 
     def squeeze(self, dim=None) -> Tensor:

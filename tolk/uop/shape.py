@@ -48,6 +48,11 @@ class Sym(NamedTuple):
     def __rsub__(self, k):
         return NotImplemented
 
+    def __mul__(self, k):  # type: ignore[override]
+        return NotImplemented  # no product of a symbolic size (a tuple would repeat itself)
+
+    __rmul__ = __mul__
+
     def __repr__(self) -> str:
         return self.name + (f"{self.add:+d}" if self.add else "")
 
