@@ -925,11 +925,13 @@ class Tensor:
         return inside.where(out, Tensor.full((), value, self.dtype, self.device))
 
     def _copy(self) -> Tensor:
-        """This tensor as a computed one where it is a view of a buffer (numpy's copy
-        semantics for `pad` and `repeat`): a cast to its own dtype, which kernels read as
-        the view itself (no work), while realizes treat the tensor as computed."""
+        """A new tensor with this one's values (numpy's copy semantics for `pad`, `repeat`,
+        `cat` and ``Tensor(t)``), computed lazily: over a view of a buffer, a cast to its own
+        dtype, which kernels read as the view itself (no work) while realizes treat the
+        tensor as computed; over a computed graph, another tensor of that graph (an assign
+        into either then leaves the other alone)."""
         if not _is_base_state(_base_and_chain(self.uop)):
-            return self
+            return Tensor(self.uop)
         return self._alu(Ops.CAST)
 
     def shrink(self, arg) -> Tensor:

@@ -570,3 +570,15 @@ def test_fuzz_program_variable_value_shared_by_many_kernels():
         0), ('unary', 'abs', 16), ('unary', 'relu', 2), ('shard', 20, 0), ('unary', 'abs',
         20), ('cat', 1, 1, 0)), final_order=(4, 1, 2, 3, 0, 5, 6, 13, 26, 19, 10, 27, 20,
         21, 25, 16, 17, 14, 18, 24, 12, 22, 7, 9, 23, 8, 15, 11)), 27)
+
+
+def test_a_pad_of_a_computed_tensor_keeps_its_value_after_an_assign_into_that_tensor():
+    x = Tensor(f32(0.5, -1.0))
+    r = x.relu()
+    for p in (r.pad(((0, 0),)), r.pad(((1, 0),)), Tensor(r), Tensor.cat(r), r.repeat(1)):
+        assert p is not r
+    kept = [r.pad(((0, 0),)), Tensor.cat(r), r.repeat(1), Tensor(r)]
+    r.assign(Tensor(f32(7, 7)))
+    assert r.numpy().tolist() == [7, 7]
+    for p in kept:
+        np.testing.assert_array_equal(p.numpy(), f32(0.5, 0))
