@@ -372,14 +372,20 @@ def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
     for t, old, view in rebase:
         t.uop = t.uop.substitute({old: view})
         _register_view(t)
-    if not finals:
-        return
-    sub = _Substitution({f: b for b, f in finals.items()})
+    if finals:
+        _rebase(_Substitution({f: b for b, f in finals.items()}))
+
+
+def _rebase(sub: _Substitution) -> None:
+    """Every live tensor's graph (views, by the states they are registered under, and lazy
+    tensors) substituted by `sub`, its states mapped to what replaces them."""
     for state in _view_states():
-        if state.op is Ops.AFTER and sub(state) is not state:
+        if state.op is Ops.AFTER and (new := sub(state)) is not state:
             for t in list(_views.pop(state, ())):
                 t.uop = sub(t.uop)
                 _register_view(t)
+            if new.op is Ops.AFTER:  # still pending (made over an assign dropped as failed)
+                _note_pending(new)
     for t in list(_lazy):  # written only where it changes: another thread's tensors are its own
         old = t.uop
         new = sub(old)
@@ -388,21 +394,44 @@ def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
 
 
 def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp]) -> None:
-    """After a run whose call `done` raised (the calls before it ran): a pending assign that
-    a call which ran (or the failing one) wrote is settled, its tensors read the buffer: the
-    new value, or for an assign the failing call wrote, what the buffer holds (the old value
-    when the kernel raised before writing, as an eager op that raises); one that no such call
-    wrote stays pending. Never run twice, never left failing for good. Computed tensors stay
-    lazy."""
-    first_writer: dict[UOp, int] = {}
+    """After a run whose call `done` raised (the calls before it ran), each written buffer's
+    pending assigns: those a call which ran wrote are settled (their tensors read the buffer,
+    the new value); the one the failing call wrote is dropped, as an eager op that raises (the
+    kernel raised before writing: the buffer holds the value before it); those after it stay
+    pending, made over what the buffer then holds (what they read of the dropped state reads
+    that). Assigns are matched to the calls that write their buffer in order when there are
+    as many calls as assigns (each its own kernel); otherwise a buffer a call which ran wrote
+    is settled whole and one the failing call wrote first loses its oldest assign. Never run
+    twice, never left failing for good (each failure settles or drops an assign). Computed
+    tensors stay lazy."""
+    writers: dict[UOp, list[int]] = {}
     for i, call in enumerate(linear.src):
         args = [a for a in call.src[1:] if a.op is not Ops.BIND]
         for slot in _written_slots(call.src[0]):
             if slot < len(args):
-                first_writer.setdefault(args[slot], i)
-    settled = {b: f for b, f in finals.items() if first_writer.get(b, done + 1) <= done}
-    if settled:
-        _after_run([], settled)
+                calls = writers.setdefault(args[slot], [])
+                if not calls or calls[-1] != i:
+                    calls.append(i)
+    mapping: dict[UOp, UOp] = {}
+    for b, final in finals.items():
+        chain = [final]  # the buffer's pending states, newest first
+        while chain[-1].src[0].op is Ops.AFTER:
+            chain.append(chain[-1].src[0])
+        chain.reverse()
+        calls = writers.get(b, [])
+        if len(calls) == len(chain):
+            ran = sum(1 for c in calls if c < done)
+            failed = ran < len(calls) and calls[ran] == done
+        elif calls and calls[0] < done:
+            ran, failed = len(chain), False
+        else:
+            ran, failed = 0, bool(calls) and calls[0] == done
+        if ran:
+            mapping[chain[ran - 1]] = b
+        if failed:
+            mapping[chain[ran]] = b if ran else chain[0].src[0]
+    if mapping:
+        _rebase(_Substitution(mapping))
 
 
 def _written_slots(ast: UOp) -> set[int]:
