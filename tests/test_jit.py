@@ -333,3 +333,23 @@ def test_an_output_made_from_host_data_is_a_fresh_copy_each_call():
     assert outs[3][1].numpy().tolist() == [100, 2, 3]
     assert outs[2][1].numpy().tolist() == [1, 50, 3]
     assert outs[1][1].numpy().tolist() == [1, 2, 3] == f(Tensor(rnd(3)))[1].numpy().tolist()
+
+
+def test_arguments_and_outputs_nested_past_the_recursion_limit():
+    @tolk.jit
+    def g(a, nest):
+        o = a + 1
+        for _ in range(3000):
+            o = [o]
+        return o, {"b": a * 2, "a": (a, [a - 1])}
+
+    deep = 1
+    for _ in range(3000):
+        deep = [deep]
+    a = Tensor(np.ones((2, 2), np.float32)).realize()
+    for _ in range(3):  # run, capture, replay
+        o, d = g(a, deep)
+        for _ in range(3000):
+            o = o[0]
+        assert o.numpy().tolist() == [[2, 2]] * 2 and list(d) == ["b", "a"]
+        assert d["b"].numpy()[0, 0] == 2 and d["a"][1][0].numpy()[0, 0] == 0

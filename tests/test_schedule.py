@@ -13,6 +13,7 @@ from schedule_helpers import F32, after, ast, bind, buf, kernel, names, param, v
 from tolk.dtype import dtypes
 from tolk.engine.realize import capturing
 from tolk.helpers import Context
+from tolk.schedule.verify import verify_linear
 from tolk.schedule import (
     ProgramKey,
     ScheduleError,
@@ -989,6 +990,7 @@ def test_deeply_nested_joins_plan_and_resolve_without_recursion():
     planned = memory_plan_rewrite(lin)
     assert planned.src[0].src[1].op is Ops.MSELECT or planned.src[0].src[1].op is Ops.MSTACK
     assert linear_stats(lin).calls == 1
+    verify_linear(planned)  # its walk of the joins recursed
     body = UOp.sink(after(param(0), kernel("k", param(0), j)))
     got, _ = create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (body, buf(5))), identity_pass)
     assert len(got.src) == 1

@@ -2236,3 +2236,13 @@ def test_a_failed_assign_is_dropped_and_the_assigns_around_it_apply_as_in_eager_
     assert x.numpy().tolist() == want
     x[3] = 9  # usable after
     assert x.numpy().tolist() == want[:3] + [9]
+
+
+def test_a_movement_chain_keeps_its_base_on_each_node_so_it_is_not_walked_per_op():
+    x = Tensor(np.arange(24, dtype=np.float32).reshape(4, 6)).realize()
+    base = x.uop.src[0] if x.uop.op is Ops.RESHAPE else x.uop
+    y = x
+    for i in range(200):
+        y = y.permute(1, 0) if i % 2 else y.flip(0)
+        assert y.uop._cache.get("base") is base
+    np.testing.assert_array_equal(y.numpy(), np.arange(24).reshape(4, 6))

@@ -464,3 +464,20 @@ def test_int_args_past_int64_round_trip_and_are_keyed_apart():
     narrow = data[:at] + b"I\x00\x05" + data[at + 2 + 10:]
     with pytest.raises(GraphFormatError, match="not canonical"):
         import_graph(narrow)
+
+
+def test_an_arg_nested_past_the_export_bound_is_refused_when_the_node_is_built():
+    from tolk.uop.ops import MAX_ARG_DEPTH
+    from tolk.uop.serial import export_graph, import_graph
+
+    def nested(depth):
+        a = 1
+        for _ in range(depth):
+            a = (a, 2)
+        return a
+
+    u = UOp(Ops.NOOP, dtypes.void, (), nested(MAX_ARG_DEPTH))
+    assert import_graph(export_graph(u)) is u
+    for depth in (MAX_ARG_DEPTH + 1, 5000):  # 5000: a RecursionError inside the key before
+        with pytest.raises(ValueError, match="nested deeper than"):
+            UOp(Ops.NOOP, dtypes.void, (), nested(depth))

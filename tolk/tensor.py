@@ -43,8 +43,12 @@ _VIEW_OPS = GroupOp.Movement
 
 
 def _base_and_chain(u: UOp) -> UOp:
-    """The node under a chain of movement ops."""
+    """The node under a chain of movement ops (a tensor's movement node keeps it in its
+    cache, `Tensor._set`: a chain built op by op is not walked again for each op)."""
     while u.op in _VIEW_OPS:
+        base = u._cache.get("base")
+        if base is not None:
+            return base
         u = u.src[0]
     return u
 
@@ -197,6 +201,8 @@ class Tensor:
         self.uop = u
         self._parent = None
         base = _base_and_chain(u)
+        if base is not u:
+            cache["base"] = base
         if _is_base_state(base):
             _views.setdefault(base, IdentityWeakSet()).add(self)
         else:

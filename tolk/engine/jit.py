@@ -46,20 +46,23 @@ from tolk.uop.ops import Ops, UOp
 
 
 def _flatten(obj: Any, out: list) -> None:
+    """The tensors (a sharded one's shards) and bound variables in `obj`, through lists,
+    tuples and dicts (by sorted keys) nested to any depth, in order, without recursion."""
     from tolk.multi import MultiTensor
     from tolk.tensor import Tensor
     from tolk.variable import BoundVariable
 
-    if isinstance(obj, (Tensor, BoundVariable)):
-        out.append(obj)
-    elif isinstance(obj, MultiTensor):
-        out.extend(obj.shards)
-    elif isinstance(obj, (list, tuple)):
-        for o in obj:
-            _flatten(o, out)
-    elif isinstance(obj, dict):
-        for k in sorted(obj, key=repr):
-            _flatten(obj[k], out)
+    todo, seen = [obj], set()
+    while todo:
+        o = todo.pop()
+        if isinstance(o, (Tensor, BoundVariable)):
+            out.append(o)
+        elif isinstance(o, MultiTensor):
+            out.extend(o.shards)
+        elif isinstance(o, (list, tuple, dict)) and id(o) not in seen:
+            seen.add(id(o))  # a container that holds itself is walked once
+            todo.extend(reversed([o[k] for k in sorted(o, key=repr)] if isinstance(o, dict)
+                                 else o))
 
 
 def _whole_buffer(u: UOp) -> bool:
@@ -314,22 +317,49 @@ def _realize_outputs(out) -> None:
         ts[0].realize(*ts[1:])
 
 
-def _rebuild(template, fresh):
+_NESTED = object()  # `_rebuilt_leaf`'s answer for a list, tuple or dict
+
+
+def _rebuilt_leaf(x, fresh):
+    from tolk.multi import MultiTensor
     from tolk.tensor import Tensor
 
-    from tolk.multi import MultiTensor
-
-    if isinstance(template, Tensor):
+    if isinstance(x, Tensor):
         return next(fresh)
-    if isinstance(template, MultiTensor):
-        return MultiTensor([next(fresh) for _ in template.shards], template.axis)
-    if isinstance(template, (list, tuple)):
-        return type(template)(_rebuild(t, fresh) for t in template)
-    if isinstance(template, dict):
-        keys = sorted(template, key=repr)
-        vals = {k: _rebuild(template[k], fresh) for k in keys}
-        return {k: vals[k] for k in template}
-    return template
+    if isinstance(x, MultiTensor):
+        return MultiTensor([next(fresh) for _ in x.shards], x.axis)
+    return _NESTED if isinstance(x, (list, tuple, dict)) else x
+
+
+def _rebuild(template, fresh):
+    """`template` with its tensors replaced by `fresh` ones, in `_flatten`'s order, nested
+    containers rebuilt bottom up without recursion."""
+    def kids(x) -> list:
+        return [x[k] for k in sorted(x, key=repr)] if isinstance(x, dict) else list(x)
+
+    top = _rebuilt_leaf(template, fresh)
+    if top is not _NESTED:
+        return top
+    stack = [(template, kids(template), [])]
+    while True:
+        node, todo, done = stack[-1]
+        if len(done) < len(todo):
+            kid = todo[len(done)]
+            v = _rebuilt_leaf(kid, fresh)
+            if v is _NESTED:
+                stack.append((kid, kids(kid), []))
+            else:
+                done.append(v)
+            continue
+        stack.pop()
+        if isinstance(node, dict):
+            by_key = dict(zip(sorted(node, key=repr), done))
+            built = {k: by_key[k] for k in node}
+        else:
+            built = type(node)(done)
+        if not stack:
+            return built
+        stack[-1][2].append(built)
 
 
 def jit(fn: Callable) -> CapturedJit:

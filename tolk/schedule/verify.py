@@ -66,11 +66,14 @@ class _Access:
 
 def _leaves(arg: UOp) -> list[UOp]:
     """The storage an argument names (BUFFERs and SLICEs), through MSTACK/MSELECT."""
-    if arg.op in (Ops.BUFFER, Ops.SLICE):
-        return [arg]
-    if arg.op in (Ops.MSTACK, Ops.MSELECT):
-        return [b for s in arg.src for b in _leaves(s)]
-    return []
+    out, todo = [], [arg]  # nested joins to any depth, without recursion, in order
+    while todo:
+        s = todo.pop()
+        if s.op in (Ops.BUFFER, Ops.SLICE):
+            out.append(s)
+        elif s.op in (Ops.MSTACK, Ops.MSELECT):
+            todo.extend(reversed(s.src))
+    return out
 
 
 def _call_name(i: int, call: UOp) -> str:

@@ -394,9 +394,13 @@ _BOOL, _FLOAT, _OP, _DTYPE, _NAMED, _TUPLE = (_Tag(n) for n in ("b", "f", "o", "
 _PLAIN = (int, str, type(None), bytes)
 
 
-def _canon(arg: Any) -> Any:
+MAX_ARG_DEPTH = 32  # tuples in a node's arg nest at most this deep (the export format's bound)
+
+
+def _canon(arg: Any, depth: int = 0) -> Any:
     """`arg` made safe as an intern-table key: Python says ``1 == 1.0 == True`` and
-    ``0.0 == -0.0`` and ``Ops.ADD == its int value``, but those must stay distinct nodes."""
+    ``0.0 == -0.0`` and ``Ops.ADD == its int value``, but those must stay distinct nodes.
+    An arg nested deeper than `MAX_ARG_DEPTH` is a ValueError."""
     t = type(arg)
     if t in _PLAIN:
         return arg
@@ -405,16 +409,18 @@ def _canon(arg: Any) -> Any:
     if t is float:
         return (_FLOAT, arg, struct.pack("<d", arg))
     if t is tuple:
+        if depth >= MAX_ARG_DEPTH and arg:
+            raise ValueError(f"a UOp arg nested deeper than {MAX_ARG_DEPTH} levels")
         for a in arg:  # a loop, not all(): shapes are most args, and this runs per new node
             if type(a) not in _PLAIN:
-                return (_TUPLE, *(_canon(a) for a in arg))
+                return (_TUPLE, *(_canon(a, depth + 1) for a in arg))
         return arg
     if t is Ops:
         return (_OP, arg.name)
     if t is DType:
         return (_DTYPE, arg)
     if isinstance(arg, tuple):
-        return (_NAMED, t, _canon(tuple(arg)))
+        return (_NAMED, t, _canon(tuple(arg), depth + 1))
     return (t, arg)
 
 

@@ -19,11 +19,11 @@ from typing import Any
 
 from tolk.dtype import ALL_DTYPES
 from tolk.errors import GraphFormatError
-from tolk.uop.ops import ARG_TYPES, Ops, UOp, _uvarint, encode_arg, fresh_internal_buffer_slot
+from tolk.uop.ops import (ARG_TYPES, MAX_ARG_DEPTH, Ops, UOp, _uvarint, encode_arg,
+                          fresh_internal_buffer_slot)
 
 MAGIC = b"TOLKGRAPH\x00"
 VERSION = 1
-MAX_ARG_DEPTH = 32
 
 
 def export_graph(root: UOp) -> bytes:
