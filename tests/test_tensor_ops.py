@@ -2246,3 +2246,29 @@ def test_a_movement_chain_keeps_its_base_on_each_node_so_it_is_not_walked_per_op
         y = y.permute(1, 0) if i % 2 else y.flip(0)
         assert y.uop._cache.get("base") is base
     np.testing.assert_array_equal(y.numpy(), np.arange(24).reshape(4, 6))
+
+
+def test_a_realize_does_not_walk_lazy_graphs_over_other_buffers_nor_scan_all_lazy_views(
+        monkeypatch):
+    import tolk.callify as callify
+
+    y = Tensor(np.ones((4, 4), np.float32))
+    for _ in range(300):  # an unrelated lazy graph, kept alive
+        y = y * 0.5 + 1
+    base = Tensor(np.ones(4, np.float32)).realize()
+    lazies = [base + i for i in range(50)]
+    views = [t[1:] for t in lazies]  # lazy views of lazy tensors
+    walked, parents = [], []
+    reads_old, parent_of = callify._reads_old, callify._parent_of
+    monkeypatch.setattr(callify, "_reads_old", lambda u, *a: walked.append(u) or reads_old(u, *a))
+    monkeypatch.setattr(callify, "_parent_of", lambda t: parents.append(t) or parent_of(t))
+    z = Tensor(np.zeros((4, 4), np.float32)).realize()
+    for k in range(3):
+        z.assign(z + 1)
+        z.realize()
+    assert y.uop not in walked and z.numpy()[0, 0] == 3
+    parents.clear()
+    lazies[7].realize()
+    assert len(parents) <= 2  # its own view only (every live lazy view before)
+    assert views[7].numpy().tolist() == [8, 8, 8] and views[8].numpy().tolist() == [9, 9, 9]
+    np.testing.assert_allclose(y.numpy(), np.full((4, 4), 2 - 0.5**300, np.float32))

@@ -45,9 +45,8 @@ from tolk.helpers import SCACHE, gc_paused, prod
 from tolk.runtime.device import typed_view
 from tolk.schedule import (create_linear_for_program, program_by_form, program_form, program_key,
                            remember_program_form)
-from tolk.tensor import (IdentityWeakSet, Tensor, _base_and_chain, _lazy, _lazy_views, _view_states,
-                         _views)
-from tolk.uop.form import may_bind
+from tolk.tensor import IdentityWeakSet, Tensor, _base_and_chain, _lazy, _view_states, _views
+from tolk.uop.form import form_of, leaves, may_bind
 from tolk.uop.ops import GroupOp, Ops, UOp
 from tolk.uop.shape import device_of, max_numel, shape_of, shape_syms
 
@@ -72,8 +71,7 @@ def _register_view(t: Tensor) -> None:
     base = _base_and_chain(t.uop)
     _views.setdefault(base, IdentityWeakSet()).add(t)
     _lazy.discard(t)
-    _lazy_views.discard(t)
-    t._parent = None
+    t._parent = t._kids = None
 
 
 class _Substitution:
@@ -154,9 +152,10 @@ def _closure(tensors: list[Tensor], nodes):
         memo: dict[UOp, bool] = {}
         stop = set(finals.values())
         in_sink = set(nodes)
-        candidates = [t for t in _lazy if id(t) not in chosen]
+        written = set(finals)  # what no graph over other buffers reads: found by its leaves
+        candidates = [t for t in _lazy if id(t) not in chosen and _may_read(t.uop, written)]
         for state in _view_states():
-            if state.op is Ops.AFTER and state not in in_sink:
+            if state.op is Ops.AFTER and state not in in_sink and _may_read(state, written):
                 candidates.extend(t for t in list(_views.get(state, ()))[:1] if id(t) not in chosen)
         # a view is taken along through the tensor it views, so it stays a view of its buffer
         extra = list({id(r): r for t in candidates if _reads_old(t.uop, old, stop, memo)
@@ -166,6 +165,18 @@ def _closure(tensors: list[Tensor], nodes):
         tensors = tensors + extra
         chosen.update(id(t) for t in extra)
         nodes = UOp.sink(*(t.uop for t in tensors)).toposort()
+
+
+def _may_read(u: UOp, bufs: set[UOp]) -> bool:
+    """Whether the graph `u` may read a state of a buffer in `bufs`: False when its form's
+    leaf links (`tolk.uop.form.leaves`: no walk of the graph, only of the links where
+    buffers meet) name none of them."""
+    f = form_of(u)
+    if f is None:
+        return True
+    if f is u:  # no buffer below it
+        return False
+    return any(b in bufs for b in leaves((u,))[1])
 
 
 def _reads_old(u: UOp, old: set[UOp], stop: set[UOp], memo: dict[UOp, bool]) -> bool:
@@ -357,15 +368,10 @@ def _check_form_hit(key, bufs: list[UOp], binds: list[UOp], roots: tuple[UOp, ..
 def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
     """Point the outputs (``(tensor, view of its buffer)`` pairs) at their buffers, and every
     live graph that read a realized final state or a realized output's view at the buffer."""
-    out_ids = {id(t): view for t, view in outputs}
-    rebase = []  # lazy views of an output: (tensor, output)
-    if outputs:
-        for t in _lazy_views:
-            r = t
-            while id(r) not in out_ids and (p := _parent_of(r)) is not None:
-                r = p
-            if r is not t and id(r) in out_ids:
-                rebase.append((t, r.uop, out_ids[id(r)]))
+    rebase = []  # lazy views of an output: (view, output's node, output's buffer view)
+    for t, view in outputs:
+        if t._kids:
+            rebase.extend((v, t.uop, view) for v in list(t._kids) if _parent_of(v) is t)
     for t, view in outputs:
         t.uop = view
         _register_view(t)
@@ -379,8 +385,9 @@ def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
 def _rebase(sub: _Substitution) -> None:
     """Every live tensor's graph (views, by the states they are registered under, and lazy
     tensors) substituted by `sub`, its states mapped to what replaces them."""
+    bufs = {_storage(k) for k in sub.mapping}
     for state in _view_states():
-        if state.op is Ops.AFTER and (new := sub(state)) is not state:
+        if state.op is Ops.AFTER and _may_read(state, bufs) and (new := sub(state)) is not state:
             for t in list(_views.pop(state, ())):
                 t.uop = sub(t.uop)
                 _register_view(t)
@@ -388,6 +395,8 @@ def _rebase(sub: _Substitution) -> None:
                 _note_pending(new)
     for t in list(_lazy):  # written only where it changes: another thread's tensors are its own
         old = t.uop
+        if not _may_read(old, bufs):
+            continue
         new = sub(old)
         if new is not old:
             t.uop = new

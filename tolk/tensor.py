@@ -102,7 +102,15 @@ def _forget(owner: weakref.ref, key: int, _dead: weakref.ref) -> None:
 # realizing readers before an assign overwrites what they read).
 _views: weakref.WeakKeyDictionary[UOp, IdentityWeakSet] = weakref.WeakKeyDictionary()
 _lazy = IdentityWeakSet()
-_lazy_views = IdentityWeakSet()  # the lazy tensors with a `_parent` (views of lazy tensors)
+
+
+def _add_kid(view: Tensor) -> None:
+    """Register `view` with the lazy tensor its `_parent` names (see `Tensor._kids`)."""
+    parent = view._parent()
+    if parent is not None:
+        if parent._kids is None:
+            parent._kids = IdentityWeakSet()
+        parent._kids.add(view)
 
 
 def _view_states() -> list[UOp]:
@@ -173,12 +181,14 @@ class Tensor:
     # `_parent`: for a view of a lazy (computed) tensor, a weak reference to the tensor it views
     # (the computed one, not an intermediate view); realizing that tensor makes this one a
     # view of its buffer (see callify).
-    __slots__ = ("uop", "_parent", "__weakref__")
+    # `_kids`: for a lazy tensor, its lazy views (those whose `_parent` it is), or None.
+    __slots__ = ("uop", "_parent", "_kids", "__weakref__")
     __array_ufunc__ = None  # numpy defers to Tensor's operators (``ndarray + Tensor``: TypeError)
     _seed = [0]
     _rng_counter = [0]
 
     def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None):
+        self._kids = None
         if isinstance(data, UOp):
             self._set(data)
             return
@@ -836,7 +846,7 @@ class Tensor:
         if self in _lazy:  # a view of a lazy tensor: remember the tensor it views (the first one)
             ref = self._parent
             out._parent = ref if ref is not None and ref() is not None else weakref.ref(self)
-            _lazy_views.add(out)
+            _add_kid(out)
         return out
 
     def reshape(self, *shape) -> Tensor:
@@ -865,7 +875,7 @@ class Tensor:
             out = Tensor(UOp(Ops.RESHAPE, self.dtype, u.src, shape))
             if self in _lazy:
                 out._parent = self._parent
-                _lazy_views.add(out)
+                _add_kid(out)
             return out
         return self._mov(Ops.RESHAPE, shape)
 
