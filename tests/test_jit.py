@@ -353,3 +353,64 @@ def test_arguments_and_outputs_nested_past_the_recursion_limit():
             o = o[0]
         assert o.numpy().tolist() == [[2, 2]] * 2 and list(d) == ["b", "a"]
         assert d["b"].numpy()[0, 0] == 2 and d["a"][1][0].numpy()[0, 0] == 0
+
+
+def test_a_container_returned_twice_and_closure_tensors_returned_are_replayed():
+    @tolk.jit
+    def f(a):
+        shared = [a * 2]
+        return shared, shared, a + 1
+
+    for i in range(4):  # the third call raised StopIteration
+        x = np.arange(3, dtype=np.float32) + i
+        s1, s2, b = f(Tensor(x))
+        assert s1[0].numpy().tolist() == s2[0].numpy().tolist() == (x * 2).tolist()
+        assert b.numpy().tolist() == (x + 1).tolist()
+    w = Tensor(np.zeros(3, np.float32)).contiguous().realize()
+    g = tolk.jit(lambda a: (a + 1, w, w[1:]))
+    for i in range(4):  # a returned closure tensor is that tensor's buffer, not a copy
+        _, o, ov = g(Tensor(np.zeros(3, np.float32)))
+        o[0] = 10.0 + i
+        w[2] = 100.0 + i
+        assert w.numpy().tolist() == o.numpy().tolist() == [10 + i, 0, 100 + i]
+        assert ov.numpy().tolist() == [0, 100 + i]
+    with pytest.raises(JitError, match="holds itself"):
+        loop = [Tensor(np.zeros(1, np.float32))]
+        loop.append(loop)
+        tolk.jit(lambda a: a)(loop)
+
+
+def test_a_closure_tensor_assigned_and_returned_is_updated_in_place_every_replay():
+    w = Tensor(np.zeros(4, np.float32)).contiguous().realize()
+
+    @tolk.jit
+    def f(x):
+        w.assign(w + x)
+        return w, w[1:3]
+
+    for i in range(4):
+        o, ov = f(Tensor(np.ones(4, np.float32)))
+        assert w.numpy().tolist() == o.numpy().tolist() == [i + 1] * 4
+        assert ov.numpy().tolist() == [i + 1] * 2
+
+
+def test_a_variable_offset_is_part_of_the_capture_and_an_input_may_not_be_a_written_closure():
+    n = Variable("n", 0, 8)
+    f = tolk.jit(lambda a, v: a + v)
+    for i in range(3):
+        f(Tensor(np.zeros(2, np.float32)), n.bind(i) + 1)
+    assert f(Tensor(np.zeros(2, np.float32)), n.bind(5) + 1).numpy().tolist() == [6, 6]
+    with pytest.raises(JitError, match="offset"):
+        f(Tensor(np.zeros(2, np.float32)), n.bind(4))
+    v = Tensor(np.zeros(3, np.float32)).contiguous().realize()
+
+    @tolk.jit
+    def g(a):
+        a.assign(a + 1)
+        return v * 10
+
+    for _ in range(3):
+        g(Tensor(np.ones(3, np.float32)))
+    with pytest.raises(JitError, match="closure"):
+        g(v)
+    assert v.numpy().tolist() == [0, 0, 0]

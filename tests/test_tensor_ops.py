@@ -2272,3 +2272,19 @@ def test_a_realize_does_not_walk_lazy_graphs_over_other_buffers_nor_scan_all_laz
     assert len(parents) <= 2  # its own view only (every live lazy view before)
     assert views[7].numpy().tolist() == [8, 8, 8] and views[8].numpy().tolist() == [9, 9, 9]
     np.testing.assert_allclose(y.numpy(), np.full((4, 4), 2 - 0.5**300, np.float32))
+
+
+def test_a_lazy_tensor_read_before_a_failed_run_keeps_the_value_it_read():
+    e = Tensor(np.array([1, -1, 1, 1], np.int32))
+    for step in ("assign", "setitem"):
+        x = Tensor(np.arange(4, dtype=np.int32)).realize()
+        r = x * 1  # reads x before the assigns: realized along, before x is overwritten
+        if step == "assign":
+            x.assign(x + 1)
+        else:
+            x[2] = 7
+        x.assign(x ** e)
+        with pytest.raises(ValueError, match="negative integer powers"):
+            x.numpy()
+        assert r.numpy().tolist() == [0, 1, 2, 3]
+        assert x.numpy().tolist() == ([1, 2, 3, 4] if step == "assign" else [0, 1, 7, 3])

@@ -349,7 +349,8 @@ def realize(tensors, run: bool = True):
         run_linear(linear, var_vals)
     except Exception as e:
         if isinstance(getattr(e, "calls_done", None), int):
-            _settle_failed_run(linear, e.calls_done, finals)
+            _settle_failed_run(linear, e.calls_done, finals,
+                               [(t, _out_view(t, b), b) for t, b in zip(computed, out_bufs)])
         raise
     _after_run([(t, _out_view(t, b)) for t, b in zip(computed, out_bufs)], finals)
     return None
@@ -402,7 +403,8 @@ def _rebase(sub: _Substitution) -> None:
             t.uop = new
 
 
-def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp]) -> None:
+def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
+                       outputs: list[tuple[Tensor, UOp, UOp]] = ()) -> None:
     """After a run whose call `done` raised (the calls before it ran), each written buffer's
     pending assigns: those a call which ran wrote are settled (their tensors read the buffer,
     the new value); the one the failing call wrote is dropped, as an eager op that raises (the
@@ -411,8 +413,9 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp]) -> None:
     that). Assigns are matched to the calls that write their buffer in order when there are
     as many calls as assigns (each its own kernel); otherwise a buffer a call which ran wrote
     is settled whole and one the failing call wrote first loses its oldest assign. Never run
-    twice, never left failing for good (each failure settles or drops an assign). Computed
-    tensors stay lazy."""
+    twice, never left failing for good (each failure settles or drops an assign). A computed
+    tensor (`outputs`: tensor, view of its buffer, buffer) whose writing calls all ran reads
+    its buffer (it read states the run went on to overwrite); the others stay lazy."""
     writers: dict[UOp, list[int]] = {}
     for i, call in enumerate(linear.src):
         args = [a for a in call.src[1:] if a.op is not Ops.BIND]
@@ -439,6 +442,9 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp]) -> None:
             mapping[chain[ran - 1]] = b
         if failed:
             mapping[chain[ran]] = b if ran else chain[0].src[0]
+    ran = [(t, view) for t, view, b in outputs if writers.get(b) and writers[b][-1] < done]
+    if ran:
+        _after_run(ran, {})
     if mapping:
         _rebase(_Substitution(mapping))
 

@@ -42,27 +42,38 @@ from tolk.helpers import CAPTURING
 from tolk.runtime.cpu import get_kernel
 from tolk.runtime.device import buffer_storage, set_storage, typed_view
 from tolk.schedule import memory_plan_rewrite
-from tolk.uop.ops import Ops, UOp
+from tolk.uop.ops import Ops, UOp, fresh_buffer_slot
 
 
 def _flatten(obj: Any, out: list) -> None:
     """The tensors (a sharded one's shards) and bound variables in `obj`, through lists,
-    tuples and dicts (by sorted keys) nested to any depth, in order, without recursion."""
+    tuples and dicts (by sorted keys) nested to any depth, in order, without recursion; a
+    container met twice is walked each time (as `_rebuild` rebuilds it), one that holds
+    itself is a JitError."""
     from tolk.multi import MultiTensor
     from tolk.tensor import Tensor
     from tolk.variable import BoundVariable
 
-    todo, seen = [obj], set()
-    while todo:
-        o = todo.pop()
-        if isinstance(o, (Tensor, BoundVariable)):
-            out.append(o)
-        elif isinstance(o, MultiTensor):
-            out.extend(o.shards)
-        elif isinstance(o, (list, tuple, dict)) and id(o) not in seen:
-            seen.add(id(o))  # a container that holds itself is walked once
-            todo.extend(reversed([o[k] for k in sorted(o, key=repr)] if isinstance(o, dict)
-                                 else o))
+    frames, path, on_path = [iter((obj,))], [], set()  # the containers being walked
+    while frames:
+        for o in frames[-1]:
+            if isinstance(o, (Tensor, BoundVariable)):
+                out.append(o)
+            elif isinstance(o, MultiTensor):
+                out.extend(o.shards)
+            elif isinstance(o, (list, tuple, dict)):
+                if id(o) in on_path:
+                    raise JitError(f"a jitted function's argument or result holds itself "
+                                   f"({type(o).__name__})")
+                on_path.add(id(o))
+                path.append(id(o))
+                frames.append(iter([o[k] for k in sorted(o, key=repr)] if isinstance(o, dict)
+                                   else o))
+                break
+        else:
+            frames.pop()
+            if path:
+                on_path.discard(path.pop())
 
 
 def _whole_buffer(u: UOp) -> bool:
@@ -90,7 +101,7 @@ def _signature(t) -> tuple:
 
 
 def _var_signature(b) -> tuple:
-    return (b.name, b.var.min, b.var.max)
+    return (b.name, b.var.min, b.var.max, b.add)  # the offset is in the captured graph
 
 
 def _var_value(b) -> int:
@@ -141,7 +152,10 @@ class CapturedJit:
         self.in_index: dict[UOp, int] = {}
         self.in_alias: tuple[int, ...] = ()
         self.written_in: set[int] = set()  # the inputs some captured call writes
-        self.const_outs: set[UOp] = set()
+        self.const_outs: set[UOp] = set()  # made from host data in the function: copied
+        self.kept_outs: set[UOp] = set()  # closure tensors' buffers returned: kept
+        self.fixed: set[UOp] = set()  # the buffers the plan binds itself (closure tensors)
+        self.stored: set[UOp] = set()  # the buffers the plan writes
         functools.update_wrapper(self, fn)
 
     def reset(self) -> None:
@@ -176,6 +190,7 @@ class CapturedJit:
 
         in_bufs = [_input_buffer(t) for t in tensors]
         _run_pending()  # what was assigned before the call is not the function's to replay
+        first_new = fresh_buffer_slot()  # buffers past it are made during the capture
         cap = _Capturer()
         capturing.append(cap)  # this thread's: other threads capture on their own
         try:
@@ -202,24 +217,33 @@ class CapturedJit:
         held = [*in_bufs, *self.out_bufs]
         self.linear = memory_plan_rewrite(linear, held)
         run_linear(self.linear, {**cap.var_vals, **{b.name: _var_value(b) for b in binds}})
-        self._compile(in_bufs)
+        self._compile(in_bufs, first_new)
         self.calls = 2
         return out
 
-    def _compile(self, in_bufs: list[UOp]) -> None:
-        """Per call: its kernel and, per argument, a fixed view or an input/output index."""
+    def _compile(self, in_bufs: list[UOp], first_new: int) -> None:
+        """Per call: its kernel and, per argument, a fixed view or an input/output index.
+
+        Outputs: an input's buffer is that input's; a buffer that existed before the capture
+        (a closure tensor the function returns, maybe after assigning into it) stays that
+        buffer, written in place; one made during it is fresh per call, a copy of the
+        captured one where no call writes it (host data made inside the function)."""
         from tolk.callify import _written_slots
 
         self.in_index = {b: i for i, b in enumerate(in_bufs)}
-        written = {c.src[1] for c in self.linear.src if len(c.src) > 1}
         stored = {c.src[1:][slot] for c in self.linear.src
                   for slot in _written_slots(c.src[0]) if slot < len(c.src) - 1}
+        self.stored = stored
         self.written_in = {i for i, b in enumerate(in_bufs) if b in stored}
-        # an output no call writes (made from host data inside fn) is a constant of the capture
-        self.const_outs = {b for b in self.out_bufs if b not in written and b not in self.in_index}
+        made = {b for b in self.out_bufs if b not in self.in_index and b.arg[0] > first_new}
+        self.kept_outs = {b for b in self.out_bufs if b not in self.in_index and b not in made}
+        self.const_outs = {b for b in made if b not in stored}
         where = {b: ("in", i) for i, b in enumerate(in_bufs)}
         for j, b in enumerate(self.out_bufs):
-            where.setdefault(b, ("out", j))
+            if b not in self.kept_outs:
+                where.setdefault(b, ("out", j))
+        self.fixed = {a for c in self.linear.src for a in c.src[1:]
+                      if a.op is Ops.BUFFER and a not in where}
         plan = []
         for call in self.linear.src:
             specs = []
@@ -243,16 +267,23 @@ class CapturedJit:
                            f"captured with {self.in_sigs}")
         vsigs = [_var_signature(b) for b in binds]
         if vsigs != self.var_names:
-            raise JitError(f"jitted function called with variables (name, min, max) {vsigs}, "
-                           f"captured with {self.var_names}")
+            raise JitError(f"jitted function called with variables (name, min, max, offset) "
+                           f"{vsigs}, captured with {self.var_names}")
         in_bufs = [_input_buffer(t) for t in tensors]
         self._check_aliases(_aliases(in_bufs))
+        for i, b in enumerate(in_bufs):
+            if b in self.fixed and (i in self.written_in or b in self.stored):
+                raise JitError(f"jitted function called with input {i} the tensor it uses as a "
+                               f"closure tensor, which it writes: it was captured with another")
         _run_pending()  # the plan reads the buffers of the tensors it did not get as inputs
         ins = [typed_view(b) for b in in_bufs]
         new_bufs = []
         for b in self.out_bufs:
             if b in self.in_index:  # an output that is an input (e.g. updated in place)
                 new_bufs.append(in_bufs[self.in_index[b]])
+                continue
+            if b in self.kept_outs:  # a closure tensor's buffer: the same one
+                new_bufs.append(b)
                 continue
             if b in self.const_outs:  # made from host data in the function: a fresh copy
                 nb = UOp.buffer(b.dtype, b.size, b.device)
