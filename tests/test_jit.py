@@ -414,3 +414,16 @@ def test_a_variable_offset_is_part_of_the_capture_and_an_input_may_not_be_a_writ
     with pytest.raises(JitError, match="closure"):
         g(v)
     assert v.numpy().tolist() == [0, 0, 0]
+
+
+def test_another_threads_pending_assign_runs_before_a_capture_and_a_replay_reads_it():
+    import threading
+
+    w = Tensor(np.ones(3, np.float32)).contiguous().realize()
+    f = tolk.jit(lambda x: x + w)
+    for i in range(5):  # run, capture, replays: another thread doubles w before each call
+        t = threading.Thread(target=lambda: w.assign(w * 2))
+        t.start()
+        t.join()
+        assert f(Tensor(np.zeros(3, np.float32))).numpy().tolist() == [2.0 ** (i + 1)] * 3
+        assert w.numpy().tolist() == [2.0 ** (i + 1)] * 3

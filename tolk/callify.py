@@ -305,6 +305,8 @@ def realize(tensors, run: bool = True):
     for t in tensors:
         if not isinstance(t, Tensor):
             raise TypeError(f"realize takes Tensors, got {type(t).__name__}")
+    if _realize.capturing and getattr(_realize.capturing[0], "pending_before", None):
+        _run_pending_before(tensors, _realize.capturing[0])
     tensors = list({id(r): r for r in map(_root, tensors)}.values())  # each root once
     finals: dict[UOp, UOp] = {}
     computed, pending = _outputs(tensors)
@@ -511,12 +513,36 @@ def assign(target: Tensor, x) -> Tensor:
     return target
 
 
+def _run_pending_before(tensors: list[Tensor], capturer) -> None:
+    """Inside a jit capture: run, for real and outside the capture, the assigns that were
+    pending before it began (another thread's) and that `tensors` read, so the capture does
+    not take them as its own (a replay would make them again)."""
+    before = capturer.pending_before
+    stale = [n for n in UOp.sink(*(t.uop for t in tensors)).toposort()
+             if n.op is Ops.AFTER and n in before]
+    if not stale:
+        return
+    views = []
+    for s in stale:
+        held = list(_views.get(s, ()))[:1]
+        views.append(held[0] if held else Tensor(s))
+    _realize.capturing.remove(capturer)
+    try:
+        realize(views)
+    finally:
+        _realize.capturing.append(capturer)
+
+
+assign_count = [0]  # assigns made in this process (any thread): a replay's cue to look
+
+
 _thread = threading.local()  # .pending: weak references to the states this thread assigned
 
 
 def _note_pending(state: UOp) -> None:
     """Remember that this thread made the pending state `state` (see `take_pending_assigns`);
     the record drops settled and dead states whenever it doubles, so it stays small."""
+    assign_count[0] += 1
     record = getattr(_thread, "pending", None)
     if record is None:
         record = _thread.pending = [[], 64]  # the references, the size that prunes them
@@ -525,6 +551,17 @@ def _note_pending(state: UOp) -> None:
     if len(refs) >= record[1]:
         refs[:] = [r for r in refs if (s := r()) is not None and _views.get(s)]
         record[1] = max(64, 2 * len(refs))
+
+
+def pending_states() -> set[UOp]:
+    """Every pending assign state with a live view, any thread's."""
+    return {s for s in _view_states() if s.op is Ops.AFTER}
+
+
+def pending_on(bufs: set[UOp]) -> list[Tensor]:
+    """One tensor viewing each pending state (any thread's) of a buffer in `bufs`."""
+    return [t for s in _view_states() if s.op is Ops.AFTER and _storage(s) in bufs
+            for t in list(_views.get(s, ()))[:1]]
 
 
 def take_pending_assigns() -> list[Tensor]:

@@ -127,9 +127,10 @@ def _run_pending() -> None:
 class _Capturer:
     """Collects the schedules realized while a function is captured."""
 
-    def __init__(self) -> None:
+    def __init__(self, pending_before: set[UOp] = frozenset()) -> None:
         self.calls: list[UOp] = []
         self.var_vals: dict[str, int] = {}
+        self.pending_before = pending_before  # run outside the capture when read (callify)
 
     def add_linear(self, linear: UOp, var_vals: dict[str, int]) -> None:
         self.calls.extend(linear.src)
@@ -156,6 +157,7 @@ class CapturedJit:
         self.kept_outs: set[UOp] = set()  # closure tensors' buffers returned: kept
         self.fixed: set[UOp] = set()  # the buffers the plan binds itself (closure tensors)
         self.stored: set[UOp] = set()  # the buffers the plan writes
+        self.seen_assigns = 0  # `callify.assign_count` when pending assigns were last run
         functools.update_wrapper(self, fn)
 
     def reset(self) -> None:
@@ -186,12 +188,13 @@ class CapturedJit:
     def _capture(self, tensors, binds, args, kwargs):
         from tolk.tensor import Tensor
 
-        from tolk.callify import take_pending_assigns
+        from tolk.callify import assign_count, pending_states, take_pending_assigns
 
         in_bufs = [_input_buffer(t) for t in tensors]
         _run_pending()  # what was assigned before the call is not the function's to replay
         first_new = fresh_buffer_slot()  # buffers past it are made during the capture
-        cap = _Capturer()
+        self.seen_assigns = assign_count[0]
+        cap = _Capturer(pending_states())  # other threads': run when the function reads them
         capturing.append(cap)  # this thread's: other threads capture on their own
         try:
             out = self.fn(*args, **kwargs)
@@ -276,6 +279,7 @@ class CapturedJit:
                 raise JitError(f"jitted function called with input {i} the tensor it uses as a "
                                f"closure tensor, which it writes: it was captured with another")
         _run_pending()  # the plan reads the buffers of the tensors it did not get as inputs
+        self._run_pending_on_closures()
         ins = [typed_view(b) for b in in_bufs]
         new_bufs = []
         for b in self.out_bufs:
@@ -314,6 +318,18 @@ class CapturedJit:
                     mapping[n] = new_binds[n.src[0].arg[0]]
             fresh.append(Tensor(v.substitute(mapping)))
         return _rebuild(self.out_template, iter(fresh))
+
+    def _run_pending_on_closures(self) -> None:
+        """Run the assigns pending on the buffers the plan binds itself (another thread's:
+        this thread's ran already); looked for only when an assign was made since."""
+        from tolk.callify import assign_count, pending_on
+
+        if assign_count[0] == self.seen_assigns:
+            return
+        todo = pending_on(self.fixed | self.kept_outs)
+        if todo:
+            todo[0].realize(*todo[1:])
+        self.seen_assigns = assign_count[0]
 
     def _check_aliases(self, now: tuple[int, ...]) -> None:
         """Inputs that were one tensor at capture must be one now (the plan has one buffer for
