@@ -427,3 +427,16 @@ def test_another_threads_pending_assign_runs_before_a_capture_and_a_replay_reads
         t.join()
         assert f(Tensor(np.zeros(3, np.float32))).numpy().tolist() == [2.0 ** (i + 1)] * 3
         assert w.numpy().tolist() == [2.0 ** (i + 1)] * 3
+
+
+def test_dict_arguments_keep_their_values_apart_whatever_their_keys():
+    class Key:  # a repr with an address: no order from call to call
+        pass
+
+    k1, k2 = Key(), Key()
+    f = tolk.jit(lambda d: d[k1] - d[k2])
+    g = tolk.jit(lambda **kw: kw["a"] - kw["b"])
+    for i in range(5):
+        a, b = Tensor(np.full(2, 10.0 + i, np.float32)), Tensor(np.full(2, float(i), np.float32))
+        assert f({k1: a, k2: b}).numpy().tolist() == [10, 10]
+        assert (g(a=a, b=b) if i % 2 else g(b=b, a=a)).numpy().tolist() == [10, 10]

@@ -47,7 +47,7 @@ from tolk.uop.ops import Ops, UOp, fresh_buffer_slot
 
 def _flatten(obj: Any, out: list) -> None:
     """The tensors (a sharded one's shards) and bound variables in `obj`, through lists,
-    tuples and dicts (by sorted keys) nested to any depth, in order, without recursion; a
+    tuples and dicts (`_dict_keys`) nested to any depth, in order, without recursion; a
     container met twice is walked each time (as `_rebuild` rebuilds it), one that holds
     itself is a JitError."""
     from tolk.multi import MultiTensor
@@ -67,13 +67,20 @@ def _flatten(obj: Any, out: list) -> None:
                                    f"({type(o).__name__})")
                 on_path.add(id(o))
                 path.append(id(o))
-                frames.append(iter([o[k] for k in sorted(o, key=repr)] if isinstance(o, dict)
+                frames.append(iter([o[k] for k in _dict_keys(o)] if isinstance(o, dict)
                                    else o))
                 break
         else:
             frames.pop()
             if path:
                 on_path.discard(path.pop())
+
+
+def _dict_keys(d: dict) -> list:
+    """The order a dict's values are taken in: string keys sorted (keyword arguments given in
+    another order are the same call), any other keys in the dict's own order (a repr may hold
+    an address, which is no order from call to call)."""
+    return sorted(d) if all(type(k) is str for k in d) else list(d)
 
 
 def _whole_buffer(u: UOp) -> bool:
@@ -382,7 +389,7 @@ def _rebuild(template, fresh):
     """`template` with its tensors replaced by `fresh` ones, in `_flatten`'s order, nested
     containers rebuilt bottom up without recursion."""
     def kids(x) -> list:
-        return [x[k] for k in sorted(x, key=repr)] if isinstance(x, dict) else list(x)
+        return [x[k] for k in _dict_keys(x)] if isinstance(x, dict) else list(x)
 
     top = _rebuilt_leaf(template, fresh)
     if top is not _NESTED:
@@ -400,7 +407,7 @@ def _rebuild(template, fresh):
             continue
         stack.pop()
         if isinstance(node, dict):
-            by_key = dict(zip(sorted(node, key=repr), done))
+            by_key = dict(zip(_dict_keys(node), done))
             built = {k: by_key[k] for k in node}
         else:
             built = type(node)(done)
