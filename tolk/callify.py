@@ -42,7 +42,7 @@ from tolk.engine import realize as _realize  # its `capturing`, read at each cal
 from tolk.engine.realize import run_linear
 from tolk.errors import DeviceError, JitError, ShapeError
 from tolk.helpers import SCACHE, gc_paused, prod
-from tolk.runtime.device import typed_view
+from tolk.runtime.device import buffer_storage, set_storage, typed_view
 from tolk.schedule import (create_linear_for_program, program_by_form, program_form, program_key,
                            remember_program_form)
 from tolk.tensor import IdentityWeakSet, Tensor, _base_and_chain, _lazy, _view_states, _views
@@ -449,6 +449,33 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
         _after_run(ran, {})
     if mapping:
         _rebase(_Substitution(mapping))
+    unwritten = {b for b in finals if not writers.get(b) or writers[b][0] > done}
+    _detach_unrun(unwritten, [t for t, _, b in outputs
+                              if not (writers.get(b) and writers[b][-1] < done)])
+
+
+def _detach_unrun(unwritten: set[UOp], lazies: list[Tensor]) -> None:
+    """Computed tensors of a failed run whose kernels did not run, that read buffers whose
+    pending assigns did not run either, read a copy of those buffers from now on: the value
+    they read, which the assigns will overwrite. Otherwise the next realize of the buffer
+    takes them along again, and one whose kernel fails (``x ** e`` with a negative int in e)
+    would fail every realize of the buffer. Not for a tensor that also reads a pending state
+    of such a buffer (left as it is)."""
+    snaps: dict[UOp, UOp] = {}
+    for t in lazies:
+        if t not in _lazy:
+            continue
+        nodes = t.uop.toposort()
+        reads = {n for n in nodes if n.op is Ops.BUFFER and n in unwritten}
+        if not reads or any(n.op is Ops.AFTER and _storage(n) in reads for n in nodes):
+            continue
+        for b in reads:
+            if b not in snaps:
+                snaps[b] = UOp.buffer(b.dtype, b.size, b.device)
+                set_storage(snaps[b], buffer_storage(b))
+        sub = {b: snaps[b] for b in reads}
+        for v in [t, *(list(t._kids) if t._kids else [])]:
+            v.uop = v.uop.substitute(sub)
 
 
 def _written_slots(ast: UOp) -> set[int]:
