@@ -7,6 +7,7 @@ import operator
 import numpy as np
 import pytest
 
+from tolk.dtype import dtypes
 from tolk.errors import DeviceError, ShapeError
 from tolk.multi import MultiTensor
 from tolk.schedule import linear_stats
@@ -101,3 +102,19 @@ def test_a_batch_sharded_matmul_cuts_a_batched_right_operand_alike():
                                rtol=1e-5)
     with pytest.raises(ShapeError, match="batch sizes"):
         Tensor(b).shard(devs, 0) @ Tensor(rng.random((3, 3, 5), np.float32))
+
+
+def test_a_sharded_matmul_with_a_batched_weight_moves_the_sharded_axis_and_means_in_float32():
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    w = np.random.default_rng(0).random((2, 2, 4), np.float32)
+    for devs in (("CPU:1", "CPU:2", "CPU:3"), ("CPU:1", "CPU:2")):  # even and uneven shards
+        r = Tensor(x).shard(devs, 0) @ Tensor(w)
+        assert r.shape == (2, 3, 4)
+        np.testing.assert_allclose(r.numpy(), x @ w, rtol=1e-6)
+    m = Tensor(np.full((2, 4), 40000, np.float16)).shard(("CPU:1", "CPU:2"), 0)
+    for axis in (None, 0, 1, np.int64(1)):  # 16-bit floats accumulate in float32 (inf before)
+        got = m.mean(axis)
+        assert got.dtype is dtypes.float16
+        np.testing.assert_array_equal(got.numpy(), np.full((2, 4), 40000, np.float16).mean(
+            None if axis is None else int(axis)))
+    np.testing.assert_array_equal(m.max(np.int64(0)).numpy(), np.full(4, 40000, np.float16))

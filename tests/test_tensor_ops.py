@@ -2304,3 +2304,36 @@ def test_a_lazy_tensor_whose_kernel_fails_does_not_block_its_source_for_good():
         z.numpy()
     x[2] = 7
     assert x.numpy().tolist() == [0, 50, 7, 3]
+
+
+def test_half_precision_softmax_and_average_pool_accumulate_in_float32():
+    z = np.zeros(70000, np.float16)
+    np.testing.assert_array_equal(Tensor(z).softmax().numpy(), np.float16(1 / 70000))
+    np.testing.assert_array_equal(Tensor(z).log_softmax().numpy(), np.float16(-np.log(70000)))
+    assert Tensor(z).softmax().dtype is dtypes.float16
+    big = Tensor(np.full((1, 1, 2, 2), 40000, np.float16)).avg_pool2d(2)
+    assert big.dtype is dtypes.float16 and big.numpy().ravel().tolist() == [40000]
+
+
+def test_gather_clips_uint64_indices_past_int64_and_cat_skips_empty_parts():
+    got = Tensor(np.arange(3)).gather(Tensor(np.array([2**63, 2**64 - 1, 1, 0], np.uint64)))
+    assert got.numpy().tolist() == [2, 2, 1, 0]
+    neg = Tensor(np.array([-0.0], np.float32))
+    empty = Tensor(np.zeros(0, np.float32))
+    for out in (neg.cat(empty), empty.cat(neg), Tensor.cat(empty, neg, empty)):
+        assert np.signbit(out.numpy()).tolist() == [True]  # -0.0 + 0.0 was +0.0
+    assert Tensor.cat(empty, empty).shape == (0,)
+
+
+def test_pools_convs_and_reductions_name_bad_window_and_axis_arguments():
+    x = Tensor(np.ones((1, 1, 4, 4), np.float32))
+    k = Tensor(np.ones((1, 1, 2, 2), np.float32))
+    with pytest.raises(ShapeError, match="int or two ints, got 3"):
+        x.conv2d(k, stride=(2, 1, 1))
+    with pytest.raises(TypeError, match="int or two ints, got 1.5"):
+        x.conv2d(k, stride=1.5)
+    with pytest.raises(TypeError, match="an axis must be an int or a tuple"):
+        x.sum(1.0)
+    b = np.ones((1, 1, 2, 2), bool)
+    got = Tensor(b).max_pool2d(2, padding=1).numpy()  # bools pad with False (it raised)
+    assert got.dtype == np.bool_ and got.tolist() == [[[[True, True], [True, True]]]]

@@ -132,9 +132,15 @@ class MultiTensor:
         raise AttributeError(f"MultiTensor has no attribute {name!r}; "
                              "gather with .to(device) first")
 
+    def _axes(self, axis) -> tuple[int, ...]:
+        """Reduction axes as Tensor takes them: None (all), an int (numpy's too) or a tuple."""
+        if axis is None:
+            return tuple(range(self.ndim))
+        return tuple(_norm_axis(a, self.ndim) for a in (axis if isinstance(axis, (tuple, list))
+                                                         else (axis,)))
+
     def _reduce(self, name: str, axis, keepdim: bool, combine):
-        axes = tuple(range(self.ndim)) if axis is None else \
-            tuple(_norm_axis(a, self.ndim) for a in ((axis,) if isinstance(axis, int) else axis))
+        axes = self._axes(axis)
         if self.axis not in axes:
             new_axis = self.axis if keepdim else self.axis - sum(1 for a in axes if a < self.axis)
             return MultiTensor([getattr(s, name)(axes, keepdim=keepdim) for s in self.shards],
@@ -157,13 +163,14 @@ class MultiTensor:
         return self._reduce("min", axis, keepdim, lambda a, b: a.minimum(b))
 
     def mean(self, axis=None, keepdim: bool = False):
-        axes = tuple(range(self.ndim)) if axis is None else \
-            tuple(_norm_axis(a, self.ndim) for a in ((axis,) if isinstance(axis, int) else axis))
+        axes = self._axes(axis)
         n = 1
         for a in axes:
             n *= self.shape[a]
-        total = self.cast(self.dtype if self.dtype.is_float else "float32").sum(axis, keepdim)
-        return total * (1 / n if n else float("nan"))
+        half = self.dtype.is_float and self.dtype.itemsize == 2  # accumulates in float32, as
+        acc = "float32" if half or not self.dtype.is_float else self.dtype  # Tensor.mean does
+        out = self.cast(acc).sum(axis, keepdim) * (1 / n if n else float("nan"))
+        return out.cast(self.dtype) if half else out
 
     def matmul(self, w: Tensor):
         if self.ndim < 2 or self.axis >= self.ndim - 1:
@@ -179,7 +186,9 @@ class MultiTensor:
             parts = self._split(w, wa)
         else:  # w is the same for every shard: a copy on each device
             parts = [w.to(s.device) for s in self.shards]
-        return MultiTensor([s @ p for s, p in zip(self.shards, parts)], self.axis)
+        # a weight of more axes puts batch axes in front: the sharded axis moves along
+        axis = self.axis + max(0, w.ndim - self.ndim)
+        return MultiTensor([s @ p for s, p in zip(self.shards, parts)], axis)
 
     __matmul__ = matmul
 

@@ -710,10 +710,13 @@ class Tensor:
             if self.ndim == 0 and axis in (0, -1):  # numpy: a 0-d array reduces over axis 0
                 return ()  # or -1 as over none
             axes: tuple = (axis,)
-        else:
+        elif isinstance(axis, (tuple, list)):
             axes = tuple(axis)
             if self.ndim == 0 and axes:
                 raise ShapeError(f"axis {axis} is out of range for a 0-d tensor")
+        else:
+            raise TypeError(f"an axis must be an int or a tuple of ints, got "
+                            f"{type(axis).__name__} {axis!r}")
         out = tuple(_norm_axis(a, self.ndim) for a in axes)
         if len(set(out)) != len(out):
             raise ShapeError(f"repeated axis in {axis}")
@@ -819,11 +822,18 @@ class Tensor:
         return self._arg(Ops.MIN, axis, keepdim)
 
     def softmax(self, axis: int = -1) -> Tensor:
+        """Softmax over `axis`; 16-bit floats are computed in float32 (the sum of many small
+        terms would round away in 16 bits) and come back 16-bit."""
+        if self.dtype.is_float and self.dtype.itemsize == 2:
+            return self.float().softmax(axis).cast(self.dtype)
         x = self._float()
         e = (x - x.max(axis, keepdim=True)).exp()
         return e / e.sum(axis, keepdim=True)
 
     def log_softmax(self, axis: int = -1) -> Tensor:
+        """Log of the softmax over `axis`; 16-bit floats are computed in float32."""
+        if self.dtype.is_float and self.dtype.itemsize == 2:
+            return self.float().log_softmax(axis).cast(self.dtype)
         x = self._float()
         s = x - x.max(axis, keepdim=True)
         return s - s.exp().sum(axis, keepdim=True).log()
@@ -1115,7 +1125,8 @@ class Tensor:
         dt = least_upper_dtype(*(t.dtype for t in ts))
         total = sum(t.shape[d] for t in ts)
         out, off = None, 0
-        for t in ts:
+        parts = [t for t in ts if t.shape[d] != 0] or [ts[0]]  # an empty part adds only +0.0s
+        for t in parts:
             p = t.cast(dt)._pad(tuple((off, total - off - t.shape[d]) if i == d else None
                                       for i in range(self.ndim)))
             out = p if out is None else out + p
@@ -1299,7 +1310,8 @@ class Tensor:
         pads = _conv_padding(padding)
         x = self
         if any(p for pp in pads for p in pp):
-            lowest = -math.inf if x.dtype.is_float else int(np.iinfo(x.dtype.np).min)
+            lowest = (-math.inf if x.dtype.is_float else False if x.dtype is dtypes.bool
+                      else int(np.iinfo(x.dtype.np).min))
             x = x._pad(((0, 0),) * (x.ndim - 2) + tuple(pads), value=lowest)
         out = None
         for _, win in x._windows(k, _pair(stride) if stride is not None else k, _pair(dilation)):
@@ -1307,7 +1319,10 @@ class Tensor:
         return out
 
     def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0) -> Tensor:
-        """Average over each window, padding included in the count (PyTorch's default)."""
+        """Average over each window, padding included in the count (PyTorch's default);
+        16-bit floats are summed in float32 and come back 16-bit."""
+        if self.dtype.is_float and self.dtype.itemsize == 2:
+            return self.float().avg_pool2d(kernel_size, stride, dilation, padding).cast(self.dtype)
         k = _pair(kernel_size)
         pads = _conv_padding(padding)
         x = self._float()
@@ -1459,7 +1474,17 @@ def _all_tensors(what: str, ts) -> None:
 
 
 def _pair(x) -> tuple[int, int]:
-    return (int(x), int(x)) if isinstance(x, (int, np.integer)) else tuple(int(v) for v in x)
+    """A window size, stride or dilation: an int or two ints (TypeError/ShapeError naming it)."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        return (int(x), int(x))
+    if not isinstance(x, (tuple, list)) or not all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in x):
+        raise TypeError(f"a window size, stride or dilation must be an int or two ints, got "
+                        f"{x!r}")
+    if len(x) != 2:
+        raise ShapeError(f"a window size, stride or dilation must be an int or two ints, got "
+                         f"{len(x)}: {x!r}")
+    return (int(x[0]), int(x[1]))
 
 
 def _conv_padding(padding) -> tuple[tuple[int, int], tuple[int, int]]:

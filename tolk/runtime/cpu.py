@@ -242,7 +242,10 @@ class _Codegen:
         elif op is Ops.REDUCE_AXIS:
             self.emit(n, self.reduce(n, s[0], cdt))
         elif op is Ops.GATHER:
-            self.emit(n, f"np.take({s[0]}, {s[1]}, axis=0, mode='clip')")
+            idx = s[1]
+            if n.src[1].dtype is dtypes.uint64:  # clipped before numpy reads it as int64 (wraps)
+                idx = f"np.minimum({idx}, np.uint64(max(np.shape({s[0]})[0] - 1, 0)))"
+            self.emit(n, f"np.take({s[0]}, {idx}, axis=0, mode='clip')")
         elif op in GroupOp.Movement:
             self.emit(n, self.movement(n, s[0]))
         elif op is Ops.STORE:
