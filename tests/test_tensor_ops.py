@@ -2337,3 +2337,14 @@ def test_pools_convs_and_reductions_name_bad_window_and_axis_arguments():
     b = np.ones((1, 1, 2, 2), bool)
     got = Tensor(b).max_pool2d(2, padding=1).numpy()  # bools pad with False (it raised)
     assert got.dtype == np.bool_ and got.tolist() == [[[[True, True], [True, True]]]]
+
+
+def test_softmax_over_an_empty_axis_is_empty_and_a_0d_flatten_checks_its_axes():
+    x = np.zeros((2, 0, 3), np.float32)
+    for axis in (1, -2):
+        assert Tensor(x).softmax(axis).numpy().shape == (2, 0, 3)
+        assert Tensor(x).log_softmax(axis).numpy().shape == (2, 0, 3)
+    np.testing.assert_allclose(Tensor(x).softmax(-1).numpy(), x)  # over a non-empty axis
+    with pytest.raises(ShapeError, match="out of range"):
+        Tensor(1.0).flatten(3, 7)
+    assert Tensor(1.0).flatten(0, -1).shape == (1,)

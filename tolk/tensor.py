@@ -827,6 +827,8 @@ class Tensor:
         if self.dtype.is_float and self.dtype.itemsize == 2:
             return self.float().softmax(axis).cast(self.dtype)
         x = self._float()
+        if self.shape[_norm_axis(axis, self.ndim)] == 0:  # nothing to normalise (no max)
+            return x
         e = (x - x.max(axis, keepdim=True)).exp()
         return e / e.sum(axis, keepdim=True)
 
@@ -835,6 +837,8 @@ class Tensor:
         if self.dtype.is_float and self.dtype.itemsize == 2:
             return self.float().log_softmax(axis).cast(self.dtype)
         x = self._float()
+        if self.shape[_norm_axis(axis, self.ndim)] == 0:
+            return x
         s = x - x.max(axis, keepdim=True)
         return s - s.exp().sum(axis, keepdim=True).log()
 
@@ -999,6 +1003,8 @@ class Tensor:
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         if self.ndim == 0:
+            for d in (start_dim, end_dim):
+                _norm_axis(d, 1)  # a 0-d tensor flattens as one axis: 0 or -1 only
             return self.reshape(1)
         s, e = _norm_axis(start_dim, self.ndim), _norm_axis(end_dim, self.ndim)
         if s > e:
