@@ -193,9 +193,8 @@ class CapturedJit:
     # -- capture ------------------------------------------------------------------------------
 
     def _capture(self, tensors, binds, args, kwargs):
-        from tolk.tensor import Tensor
-
         from tolk.callify import assign_count, pending_states, take_pending_assigns
+        from tolk.tensor import Tensor
 
         in_bufs = [_input_buffer(t) for t in tensors]
         _run_pending()  # what was assigned before the call is not the function's to replay
@@ -241,8 +240,10 @@ class CapturedJit:
         from tolk.callify import _written_slots
 
         self.in_index = {b: i for i, b in enumerate(in_bufs)}
-        stored = {c.src[1:][slot] for c in self.linear.src
-                  for slot in _written_slots(c.src[0]) if slot < len(c.src) - 1}
+        stored = set()  # a kernel's PARAM slots number its arguments other than BINDs
+        for c in self.linear.src:
+            args = [a for a in c.src[1:] if a.op is not Ops.BIND]
+            stored.update(args[slot] for slot in _written_slots(c.src[0]) if slot < len(args))
         self.stored = stored
         self.written_in = {i for i, b in enumerate(in_bufs) if b in stored}
         made = {b for b in self.out_bufs if b not in self.in_index and b.arg[0] > first_new}
