@@ -440,3 +440,20 @@ def test_dict_arguments_keep_their_values_apart_whatever_their_keys():
         a, b = Tensor(np.full(2, 10.0 + i, np.float32)), Tensor(np.full(2, float(i), np.float32))
         assert f({k1: a, k2: b}).numpy().tolist() == [10, 10]
         assert (g(a=a, b=b) if i % 2 else g(b=b, a=a)).numpy().tolist() == [10, 10]
+
+
+def test_a_closure_written_by_a_kernel_with_a_variable_is_known_as_written():
+    n = Variable("n", 0, 7)
+    cache = Tensor(np.zeros(8, np.float32)).contiguous().realize()
+
+    @tolk.jit
+    def step(v, src):
+        cache[v] = src[v]
+        return cache.sum()
+
+    src = np.arange(8, dtype=np.float32) + 1
+    for i in range(4):
+        step(n.bind(i), Tensor(src))
+    assert cache.numpy().tolist() == [1, 2, 3, 4, 0, 0, 0, 0]
+    with pytest.raises(JitError, match="closure"):
+        step(n.bind(5), cache)  # the input is the closure tensor the plan writes
