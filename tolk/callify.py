@@ -420,12 +420,10 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
     its buffer (it read states the run went on to overwrite); the others stay lazy."""
     writers: dict[UOp, list[int]] = {}
     for i, call in enumerate(linear.src):
-        args = [a for a in call.src[1:] if a.op is not Ops.BIND]
-        for slot in _written_slots(call.src[0]):
-            if slot < len(args):
-                calls = writers.setdefault(args[slot], [])
-                if not calls or calls[-1] != i:
-                    calls.append(i)
+        for b in call_writes(call):
+            calls = writers.setdefault(b, [])
+            if not calls or calls[-1] != i:
+                calls.append(i)
     mapping: dict[UOp, UOp] = {}
     for b, final in finals.items():
         chain = [final]  # the buffer's pending states, newest first
@@ -444,14 +442,16 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
             mapping[chain[ran - 1]] = b
         if failed:
             mapping[chain[ran]] = b if ran else chain[0].src[0]
-    ran = [(t, view) for t, view, b in outputs if writers.get(b) and writers[b][-1] < done]
-    if ran:
-        _after_run(ran, {})
+    def written(b: UOp) -> bool:  # every call writing `b` ran
+        return bool(writers.get(b)) and writers[b][-1] < done
+
+    computed = [(t, view) for t, view, b in outputs if written(b)]
+    if computed:
+        _after_run(computed, {})
     if mapping:
         _rebase(_Substitution(mapping))
     unwritten = {b for b in finals if not writers.get(b) or writers[b][0] > done}
-    _detach_unrun(unwritten, [t for t, _, b in outputs
-                              if not (writers.get(b) and writers[b][-1] < done)])
+    _detach_unrun(unwritten, [t for t, _, b in outputs if not written(b)])
 
 
 def _detach_unrun(unwritten: set[UOp], lazies: list[Tensor]) -> None:
@@ -476,6 +476,13 @@ def _detach_unrun(unwritten: set[UOp], lazies: list[Tensor]) -> None:
         sub = {b: snaps[b] for b in reads}
         for v in [t, *(list(t._kids) if t._kids else [])]:
             v.uop = v.uop.substitute(sub)
+
+
+def call_writes(call: UOp) -> list[UOp]:
+    """The arguments a scheduled CALL writes (its kernel's PARAM slots number the arguments
+    other than BINDs)."""
+    args = [a for a in call.src[1:] if a.op is not Ops.BIND]
+    return [args[slot] for slot in _written_slots(call.src[0]) if slot < len(args)]
 
 
 def _written_slots(ast: UOp) -> set[int]:

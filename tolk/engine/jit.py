@@ -237,14 +237,10 @@ class CapturedJit:
         (a closure tensor the function returns, maybe after assigning into it) stays that
         buffer, written in place; one made during it is fresh per call, a copy of the
         captured one where no call writes it (host data made inside the function)."""
-        from tolk.callify import _written_slots
+        from tolk.callify import call_writes
 
         self.in_index = {b: i for i, b in enumerate(in_bufs)}
-        stored = set()  # a kernel's PARAM slots number its arguments other than BINDs
-        for c in self.linear.src:
-            args = [a for a in c.src[1:] if a.op is not Ops.BIND]
-            stored.update(args[slot] for slot in _written_slots(c.src[0]) if slot < len(args))
-        self.stored = stored
+        self.stored = stored = {b for c in self.linear.src for b in call_writes(c)}
         self.written_in = {i for i, b in enumerate(in_bufs) if b in stored}
         made = {b for b in self.out_bufs if b not in self.in_index and b.arg[0] > first_new}
         self.kept_outs = {b for b in self.out_bufs if b not in self.in_index and b not in made}
