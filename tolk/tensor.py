@@ -170,6 +170,17 @@ def _scalar_dtype(x: Scalar, other: DType) -> DType:
     return other if other.is_float else dtypes.default_float
 
 
+def _half_in_float32(method):
+    """`method` of a 16-bit float tensor computed in float32, the result cast back (sums of
+    many terms round away in 16 bits); other tensors call it as it is."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        if self.dtype.is_float and self.dtype.itemsize == 2:
+            return method(self.float(), *args, **kwargs).cast(self.dtype)
+        return method(self, *args, **kwargs)
+    return wrapper
+
+
 class Tensor:
     """A lazy n-dimensional array on one device.
 
@@ -770,20 +781,19 @@ class Tensor:
                          else Tensor(self._binds([d.name])[0]))
         return out
 
+    @_half_in_float32
     def mean(self, axis=None, keepdim: bool = False) -> Tensor:
         """Mean; 16-bit floats accumulate in float32 (as numpy) and come back 16-bit."""
-        if self.dtype.is_float and self.dtype.itemsize == 2:
-            return self.float().mean(axis, keepdim).cast(self.dtype)
         n = self._count(axis)
         x = self._float()
         if isinstance(n, Tensor):
             return x.sum(axis, keepdim) / n.cast(x.dtype)
         return x.sum(axis, keepdim) * (1 / n if n else float("nan"))
 
+    @_half_in_float32
     def var(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor:
-        """Variance with `correction` (tinygrad and PyTorch default 1; numpy's ddof=0 is 0)."""
-        if self.dtype.is_float and self.dtype.itemsize == 2:
-            return self.float().var(axis, keepdim, correction).cast(self.dtype)
+        """Variance with `correction` (tinygrad and PyTorch default 1; numpy's ddof=0 is 0);
+        16-bit floats are computed in float32."""
         n = self._count(axis)
         x = self._float()
         d = x - x.mean(axis, keepdim=True)
@@ -821,32 +831,29 @@ class Tensor:
         """Index of the first minimum (int64, as numpy); axis None flattens."""
         return self._arg(Ops.MIN, axis, keepdim)
 
+    @_half_in_float32
     def softmax(self, axis: int = -1) -> Tensor:
         """Softmax over `axis`; 16-bit floats are computed in float32 (the sum of many small
         terms would round away in 16 bits) and come back 16-bit."""
-        if self.dtype.is_float and self.dtype.itemsize == 2:
-            return self.float().softmax(axis).cast(self.dtype)
         x = self._float()
         if self.shape[_norm_axis(axis, self.ndim)] == 0:  # nothing to normalise (no max)
             return x
         e = (x - x.max(axis, keepdim=True)).exp()
         return e / e.sum(axis, keepdim=True)
 
+    @_half_in_float32
     def log_softmax(self, axis: int = -1) -> Tensor:
         """Log of the softmax over `axis`; 16-bit floats are computed in float32."""
-        if self.dtype.is_float and self.dtype.itemsize == 2:
-            return self.float().log_softmax(axis).cast(self.dtype)
         x = self._float()
         if self.shape[_norm_axis(axis, self.ndim)] == 0:
             return x
         s = x - x.max(axis, keepdim=True)
         return s - s.exp().sum(axis, keepdim=True).log()
 
+    @_half_in_float32
     def layernorm(self, axis=-1, eps: float = 1e-5) -> Tensor:
         """Normalise over `axis` to zero mean and unit variance (no affine); 16-bit floats are
         normalised in float32."""
-        if self.dtype.is_float and self.dtype.itemsize == 2:
-            return self.float().layernorm(axis, eps).cast(self.dtype)
         x = self._float()
         y = x - x.mean(axis, keepdim=True)
         return y * ((y * y).mean(axis, keepdim=True) + eps).rsqrt()
@@ -1324,11 +1331,10 @@ class Tensor:
             out = win if out is None else out.maximum(win)
         return out
 
+    @_half_in_float32
     def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0) -> Tensor:
         """Average over each window, padding included in the count (PyTorch's default);
         16-bit floats are summed in float32 and come back 16-bit."""
-        if self.dtype.is_float and self.dtype.itemsize == 2:
-            return self.float().avg_pool2d(kernel_size, stride, dilation, padding).cast(self.dtype)
         k = _pair(kernel_size)
         pads = _conv_padding(padding)
         x = self._float()
