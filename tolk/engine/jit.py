@@ -11,8 +11,9 @@ new variable values are passed, and the compiled kernels run in order with no sc
 Arguments may be Tensors, sharded tensors (their shards are the inputs) and bound Variables
 in any mix (positional or keyword, also inside lists, tuples and dicts); any other value is a
 constant baked into the capture. Replay returns fresh output tensors each call (an output
-made from host data inside the function is a fresh copy of the captured one). Inputs must
-keep their shapes, dtypes and devices, variables their names and ranges, and arguments that
+made from host data inside the function is a fresh copy of the captured one; a tensor from
+outside the function that it returns is that tensor's buffer). Inputs must keep their
+shapes, dtypes and devices, variables their names, ranges and offsets, and arguments that
 were one tensor at capture must stay one tensor (`JitError` otherwise; distinct tensors may
 later be one tensor unless the function writes it); each input must be a tensor of its own,
 not a view of part of another's buffer (pass ``x.contiguous()``); reading a tensor's data
@@ -20,8 +21,10 @@ inside a captured function is an error (the value would be baked in).
 
 Assigns: the capture takes every assign the function makes (also into tensors it does not
 return: a weight update), so each replay makes them again. This thread's assigns still
-pending when a capture or a replay starts are run first, so the function always sees the
-values its tensors hold (a replay reads those tensors' buffers directly). A capture that
+pending when a capture or a replay starts are run first, and so are another thread's that
+the function reads, so the function always sees the values its tensors hold (a replay reads
+those tensors' buffers directly); an input may not be a tensor from outside the function
+that it writes. A capture that
 raises runs what the function had realized before the error, as a plain call would have,
 and the next call captures again. A jitted function called while another one captures (in
 the same thread) runs as plain code: its schedules join the outer capture. With
