@@ -2348,3 +2348,35 @@ def test_softmax_over_an_empty_axis_is_empty_and_a_0d_flatten_checks_its_axes():
     with pytest.raises(ShapeError, match="out of range"):
         Tensor(1.0).flatten(3, 7)
     assert Tensor(1.0).flatten(0, -1).shape == (1,)
+
+
+def test_bfloat16_values_are_rounded_after_every_op_whatever_is_fused():
+    def bf16(v):  # round to the nearest bfloat16 (to even), through float32
+        u = np.asarray(v, np.float32).view(np.uint32)
+        return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16 << 16).astype(np.uint32).view(np.float32)
+
+    x = Tensor([100.0], dtype="bfloat16")
+    assert ((x + 0.3) - 100).numpy().tolist() == [0.5]  # bf16(100.3) = 100.5, fused or not
+    assert ((x + 0.3) == 100.5).numpy().tolist() == [True]
+    assert (x + 0.3).cast("float32").numpy().tolist() == [100.5]
+    assert ((x + 0.3) * Tensor([1.0])).numpy().tolist() == [100.5]
+    third = (Tensor([1.0], dtype="bfloat16") / 3).cast("float32").numpy()
+    assert third.tolist() == [bf16(np.float32(1) / 3).item()]
+    assert (Tensor.full((1,), 1 / 3, dtype="bfloat16") == Tensor([1 / 3], dtype="bfloat16")
+            ).numpy().tolist() == [True]
+    ones = Tensor([1.0] * 4, dtype="bfloat16")
+    assert (ones / 3).argmax().item() == 0 and (ones / 3).argmin().item() == 0  # 4 before
+    v = Tensor([1.0, 2.0, 3.0], dtype="bfloat16")
+    assert v.sqrt().argmax().item() == 2 and v.exp().argmin().item() == 0
+    assert Tensor(np.float32(2.0), dtype="bfloat16").sqrt().shape == ()
+
+
+def test_arange_past_int32_is_int64_and_full_takes_a_bare_int_shape():
+    got = Tensor.arange(2**40, 2**40 + 3).numpy()
+    assert got.dtype == np.int64 and got.tolist() == [2**40, 2**40 + 1, 2**40 + 2]
+    assert Tensor.arange(2**31 - 2, 2**31 + 1).numpy().tolist() == [2**31 - 2, 2**31 - 1, 2**31]
+    assert Tensor.arange(5).dtype is dtypes.int32
+    assert Tensor.full(3, 1.5).numpy().tolist() == [1.5] * 3
+    assert Tensor.full(np.int64(2), 7).numpy().tolist() == [7, 7]
+    with pytest.raises(TypeError, match="a shape must be"):
+        Tensor.full("a", 1)

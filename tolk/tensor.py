@@ -341,8 +341,10 @@ class Tensor:
                 what = "a symbolic size" if isinstance(v, Sym) else type(v).__name__
                 raise TypeError(f"arange takes int or float bounds, got {v!r} ({what})")
         arr = np.arange(start, stop, step)
+        fits = arr.dtype.kind == "f" or not arr.size or (
+            np.iinfo(np.int32).min <= arr.min() and arr.max() <= np.iinfo(np.int32).max)
         d = to_dtype(dtype) if dtype else (dtypes.default_float if arr.dtype.kind == "f"
-                                           else dtypes.default_int)
+                                           else dtypes.default_int if fits else dtypes.int64)
         return Tensor(arr, device=device, dtype=d)
 
     @staticmethod
@@ -1402,6 +1404,10 @@ class Tensor:
 
 
 def _shape_arg(shape, allow_neg: bool = False) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
+        shape = (shape,)  # a bare int, as numpy takes it
+    elif not isinstance(shape, (tuple, list)):
+        raise TypeError(f"a shape must be an int or a tuple of ints, got {shape!r}")
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
     if type(shape) is tuple and all(type(s) is int and s >= 0 for s in shape):

@@ -9,7 +9,8 @@ A kernel AST is ``SINK(STORE(target, value), ...)`` where:
 - ALU ops, CAST, BITCAST and REDUCE_AXIS ``(op, axes)`` (keeping reduced axes as size 1).
 A sum of a product, ``REDUCE_AXIS(ADD, MUL(a, b))``, runs as one ``np.einsum`` on the
 un-broadcast operands (BLAS for matmul and convolution), never materialising the product.
-bfloat16 values are computed in float32 and rounded to bfloat16 where stored or cast.
+bfloat16 values are computed in float32 and rounded to bfloat16 after every op (`bf16_round`),
+so a value never depends on what was fused with it.
 """
 
 from __future__ import annotations
@@ -222,15 +223,17 @@ class _Codegen:
                 self.names[n] = s[0]  # the buffer itself: no line
         elif op is Ops.CONST:
             self.constval[n] = np.array(n.arg, dtype=cdt)
+            if n.dtype is dtypes.bfloat16:
+                self.constval[n] = bf16_round(self.constval[n])
             self.emit(n, self.const(self.constval[n]))
         elif op is Ops.DEFINE_VAR:
             self.emit(n, f"{self.const(cdt.type)}(vv[{n.arg[0]!r}])")
         elif op is Ops.BIND:
             self.emit(n, f"{self.const(cdt.type)}(vv[{n.src[0].arg[0]!r}])")
         elif op in _UNARY:
-            self.emit(n, f"{_UNARY[op]}({s[0]})")
+            self.emit(n, self.bf16(n, f"{_UNARY[op]}({s[0]})"))
         elif op in _BINARY:
-            self.emit(n, f"{_BINARY[op]}({s[0]}, {s[1]})")
+            self.emit(n, self.bf16(n, f"{_BINARY[op]}({s[0]}, {s[1]})"))
         elif op is Ops.WHERE:
             self.emit(n, f"np.where({s[0]}, {s[1]}, {s[2]})")
         elif op is Ops.CAST and n.dtype is n.src[0].dtype:  # a copy's mark (Tensor._copy)
@@ -240,7 +243,7 @@ class _Codegen:
         elif op is Ops.BITCAST:
             self.emit(n, self.bitcast(n, s[0]))
         elif op is Ops.REDUCE_AXIS:
-            self.emit(n, self.reduce(n, s[0], cdt))
+            self.emit(n, self.bf16(n, self.reduce(n, s[0], cdt)))
         elif op is Ops.GATHER:
             idx = s[1]
             if n.src[1].dtype is dtypes.uint64:  # clipped before numpy reads it as int64 (wraps)
@@ -265,9 +268,15 @@ class _Codegen:
         else:
             raise KernelCompileError(f"the CPU backend cannot compile {n.short()}")
 
+    @staticmethod
+    def bf16(n: UOp, expr: str) -> str:
+        """`expr` rounded to bfloat16 when `n` is a bfloat16 value (computed in float32): every
+        op's result, as if each were its own kernel, so fusion never changes a value."""
+        return f"bf16_round({expr})" if n.dtype is dtypes.bfloat16 else expr
+
     def cast(self, n: UOp, x: str) -> str:
         if n.dtype is dtypes.bfloat16:
-            return f"bf16_to_f32(f32_to_bf16(np.asarray({x}, dtype=np.float32)))"
+            return f"bf16_round({x})"
         return f"np.asarray({x}).astype({self.const(n.dtype.np)})"
 
     def bitcast(self, n: UOp, x: str) -> str:
@@ -547,7 +556,14 @@ def contract(spec: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.transpose(r.reshape([size[c] for c in mid]), po)
 
 
+def bf16_round(x) -> np.ndarray:
+    """`x` rounded to the nearest bfloat16 (to even), as float32, keeping its shape."""
+    a = np.asarray(x, dtype=np.float32)
+    return bf16_to_f32(f32_to_bf16(a).reshape(a.shape))
+
+
 _GLOBALS = {"contract": contract, "np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
+            "bf16_round": bf16_round,
             "view_reshape": view_reshape, "reshape_prefix": reshape_prefix,
             "store_indexed": store_indexed, "strided_view": strided_view}
 
