@@ -2380,3 +2380,22 @@ def test_arange_past_int32_is_int64_and_full_takes_a_bare_int_shape():
     assert Tensor.full(np.int64(2), 7).numpy().tolist() == [7, 7]
     with pytest.raises(TypeError, match="a shape must be"):
         Tensor.full("a", 1)
+
+
+def test_one_element_tensors_convert_like_numpy_scalars_and_rand_checks_its_arguments():
+    assert float(Tensor(1.5)) == 1.5 and int(Tensor(3)) == 3 and f"{Tensor(1.5):.2f}" == "1.50"
+    assert [10, 20][Tensor(1)] == 20 and list(range(Tensor(3))) == [0, 1, 2]
+    with pytest.raises(TypeError, match="only integer tensors"):
+        [1][Tensor(0.0)]
+    with pytest.raises(ValueError, match="one element"):
+        int(Tensor([1, 2]))
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="non-negative int"):
+            Tensor.manual_seed(bad)
+    for make in (Tensor.rand, Tensor.randn, lambda *s, dtype: Tensor.uniform(*s, dtype=dtype)):
+        with pytest.raises(TypeError, match="draws floats"):
+            make(3, dtype="int32")
+    Tensor.manual_seed(0)
+    for dt in ("bfloat16", "float16"):  # values that round up to 1 in 16 bits stay below it
+        x = Tensor.rand(50_000, dtype=dt).numpy().astype(np.float32)
+        assert x.min() >= 0 and x.max() < 1

@@ -296,6 +296,22 @@ class Tensor:
             raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous")
         return bool(self.item())
 
+    def __float__(self) -> float:
+        """A one-element tensor as a Python float (as numpy; realizes it)."""
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        """A one-element integer tensor as an index (as numpy's integer scalars)."""
+        if self.dtype.is_float or self.dtype is dtypes.bool:
+            raise TypeError(f"only integer tensors can be indices, got {self.dtype.name}")
+        return int(self.item())
+
+    def __format__(self, spec: str) -> str:
+        return format(self.item(), spec) if spec else str(self)
+
     # -- creation -----------------------------------------------------------------------------
 
     @staticmethod
@@ -354,6 +370,8 @@ class Tensor:
     @staticmethod
     def manual_seed(seed: int = 0) -> None:
         """Seed `rand`/`randn`: the same seed gives the same sequence of tensors."""
+        if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+            raise ValueError(f"a seed must be a non-negative int, got {seed!r}")
         Tensor._seed[0] = int(seed)
         Tensor._rng_counter[0] = 0
 
@@ -364,15 +382,22 @@ class Tensor:
 
     @staticmethod
     def rand(*shape, dtype=None, device=None) -> Tensor:
-        """Uniform in [0, 1)."""
+        """Uniform in [0, 1) (a float dtype: in 16 bits, values that would round up to 1 are
+        the largest below it)."""
         d = to_dtype(dtype or dtypes.default_float)
-        return Tensor(Tensor._rng().random(_shape_arg(shape), dtype=np.float32),
-                      device=device, dtype=d)
+        if not d.is_float:
+            raise TypeError(f"rand draws floats, got dtype {d.name}")
+        x = Tensor._rng().random(_shape_arg(shape), dtype=np.float32)
+        if d.itemsize == 2:  # the largest value below 1 in 16 bits: 1 - 2**-8 (bf16), 2**-11
+            x = np.minimum(x, np.float32(1 - 2.0 ** (-8 if d is dtypes.bfloat16 else -11)))
+        return Tensor(x, device=device, dtype=d)
 
     @staticmethod
     def randn(*shape, dtype=None, device=None) -> Tensor:
         """Standard normal."""
         d = to_dtype(dtype or dtypes.default_float)
+        if not d.is_float:
+            raise TypeError(f"randn draws floats, got dtype {d.name}")
         return Tensor(Tensor._rng().standard_normal(_shape_arg(shape), dtype=np.float32),
                       device=device, dtype=d)
 
