@@ -16,7 +16,7 @@ import numpy as np
 
 from tolk.errors import DeviceError, ShapeError
 from tolk.runtime.device import canonical_device
-from tolk.tensor import DEFER_TO, Tensor, _norm_axis
+from tolk.tensor import DEFER_TO, Tensor, _half_in_float32, _norm_axis
 
 
 class MultiTensor:
@@ -133,11 +133,8 @@ class MultiTensor:
                              "gather with .to(device) first")
 
     def _axes(self, axis) -> tuple[int, ...]:
-        """Reduction axes as Tensor takes them: None (all), an int (numpy's too) or a tuple."""
-        if axis is None:
-            return tuple(range(self.ndim))
-        return tuple(_norm_axis(a, self.ndim) for a in (axis if isinstance(axis, (tuple, list))
-                                                         else (axis,)))
+        """Reduction axes as Tensor takes them (a shard has this tensor's axes)."""
+        return self.shards[0]._axes(axis)
 
     def _reduce(self, name: str, axis, keepdim: bool, combine):
         axes = self._axes(axis)
@@ -162,15 +159,14 @@ class MultiTensor:
     def min(self, axis=None, keepdim: bool = False):
         return self._reduce("min", axis, keepdim, lambda a, b: a.minimum(b))
 
+    @_half_in_float32
     def mean(self, axis=None, keepdim: bool = False):
         axes = self._axes(axis)
         n = 1
         for a in axes:
             n *= self.shape[a]
-        half = self.dtype.is_float and self.dtype.itemsize == 2  # accumulates in float32, as
-        acc = "float32" if half or not self.dtype.is_float else self.dtype  # Tensor.mean does
-        out = self.cast(acc).sum(axis, keepdim) * (1 / n if n else float("nan"))
-        return out.cast(self.dtype) if half else out
+        total = self.cast(self.dtype if self.dtype.is_float else "float32").sum(axis, keepdim)
+        return total * (1 / n if n else float("nan"))
 
     def matmul(self, w: Tensor):
         if self.ndim < 2 or self.axis >= self.ndim - 1:

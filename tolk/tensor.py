@@ -171,12 +171,12 @@ def _scalar_dtype(x: Scalar, other: DType) -> DType:
 
 
 def _half_in_float32(method):
-    """`method` of a 16-bit float tensor computed in float32, the result cast back (sums of
-    many terms round away in 16 bits); other tensors call it as it is."""
+    """`method` of a 16-bit float tensor (or sharded tensor) computed in float32, the result
+    cast back (sums of many terms round away in 16 bits); other tensors call it as it is."""
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         if self.dtype.is_float and self.dtype.itemsize == 2:
-            return method(self.float(), *args, **kwargs).cast(self.dtype)
+            return method(self.cast(dtypes.float32), *args, **kwargs).cast(self.dtype)
         return method(self, *args, **kwargs)
     return wrapper
 

@@ -21,17 +21,19 @@ from tolk.uop.ops import Ops, UOp, fresh_internal_buffer_slot, scratch_pass
 ALIGNMENT = 256
 
 
-def buffers_of(arg: UOp, op: Ops = Ops.BUFFER) -> list[UOp]:
-    """The BUFFERs (or the nodes of another `op`: SLICEs) an argument names, looking through
-    MSTACK/MSELECT (nested to any depth, without recursion), in order."""
-    if arg.op is op:
+def buffers_of(arg: UOp, op: Ops | tuple[Ops, ...] = Ops.BUFFER) -> list[UOp]:
+    """The BUFFERs (or the nodes of another `op`, or of any of a tuple of ops: SLICEs) an
+    argument names, looking through MSTACK/MSELECT (nested to any depth, without recursion),
+    in order."""
+    ops = op if isinstance(op, tuple) else (op,)
+    if arg.op in ops:
         return [arg]
     if arg.op is not Ops.MSTACK and arg.op is not Ops.MSELECT:
         return []
     out, todo = [], [arg]
     while todo:
         s = todo.pop()
-        if s.op is op:
+        if s.op in ops:
             out.append(s)
         elif s.op is Ops.MSTACK or s.op is Ops.MSELECT:
             todo.extend(reversed(s.src))

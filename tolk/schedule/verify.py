@@ -41,6 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tolk.errors import ScheduleError
+from tolk.schedule.memory import buffers_of
 from tolk.uop.ops import GroupOp, Ops, UOp
 
 __all__ = ["verify_linear"]
@@ -62,18 +63,6 @@ class _Access:
 
     def reads(self, j: int) -> bool:
         return j not in self.writes or (self.loads is not None and j in self.loads)
-
-
-def _leaves(arg: UOp) -> list[UOp]:
-    """The storage an argument names (BUFFERs and SLICEs), through MSTACK/MSELECT."""
-    out, todo = [], [arg]  # nested joins to any depth, without recursion, in order
-    while todo:
-        s = todo.pop()
-        if s.op in (Ops.BUFFER, Ops.SLICE):
-            out.append(s)
-        elif s.op in (Ops.MSTACK, Ops.MSELECT):
-            todo.extend(reversed(s.src))
-    return out
 
 
 def _call_name(i: int, call: UOp) -> str:
@@ -170,7 +159,7 @@ def verify_linear(linear: UOp, held: Iterable[UOp] = ()) -> None:
         reads: dict[UOp, None] = {}
         writes: dict[UOp, bool] = {}  # view -> whether this call overwrites it whole
         for j, a in enumerate(args):
-            for v in _leaves(a):
+            for v in buffers_of(a, (Ops.BUFFER, Ops.SLICE)):
                 if v.op is Ops.SLICE:
                     _check_slice(i, call, v)
                     arenas[v.src[0]] = None
