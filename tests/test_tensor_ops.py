@@ -9,6 +9,7 @@ Set TOLK_THOROUGH=1 for many more hypothesis examples.
 
 from __future__ import annotations
 
+import gc
 import math
 import operator
 import re
@@ -913,6 +914,31 @@ def test_a_reshape_of_a_computed_reshape_keeps_it_and_its_views_linked():
     assert all(n.op is not Ops.ADD for n in z.uop.toposort())
     assert_matches(v.numpy(), (a + 1).reshape(2, 6))
     assert_matches(z.numpy(), (a + 1).reshape(3, 4))
+
+
+@pytest.mark.parametrize("steps", [["wv"], ["rw", "wv"], ["ru", "ww"], ["wu", "wv", "ww"],
+                                   ["rw", "wu"], ["rx", "wx"], []])
+def test_views_of_a_dropped_lazy_tensor_still_share_it_as_numpy_views_of_one_base(steps):
+    a = np.arange(6, dtype=np.float32)
+    y = Tensor(a) * 2 + 1
+    v, u = y[1:], y.reshape(2, 3)
+    w = v[::-1]
+    del y
+    gc.collect()
+    x = v[1:]  # a view of a view made after the tensor they view is gone
+    yn = a * 2 + 1
+    vn, un = yn[1:], yn.reshape(2, 3)
+    wn, xn = vn[::-1], vn[1:]
+    for step in steps:
+        t, n = {"v": (v, vn), "w": (w, wn), "u": (u, un), "x": (x, xn)}[step[1]]
+        if step[0] == "r":
+            t.realize()
+        elif t.ndim == 2:
+            t[1, 2], n[1, 2] = -5.0, -5.0
+        else:
+            t[1], n[1] = 7.0 + len(step), 7.0 + len(step)
+    for t, n in ((v, vn), (w, wn), (u, un), (x, xn)):
+        assert_matches(t.numpy(), n)
 
 
 def test_reshape_with_two_minus_ones_raises():

@@ -45,7 +45,8 @@ from tolk.helpers import SCACHE, gc_paused, prod
 from tolk.runtime.device import buffer_storage, set_storage, typed_view
 from tolk.schedule import (create_linear_for_program, program_by_form, program_form, program_key,
                            remember_program_form)
-from tolk.tensor import IdentityWeakSet, Tensor, _base_and_chain, _lazy, _view_states, _views
+from tolk.tensor import (IdentityWeakSet, Tensor, _base_and_chain, _family_of, _join, _lazy,
+                         _view_states, _views)
 from tolk.uop.form import form_of, leaves, may_bind
 from tolk.uop.ops import GroupOp, Ops, UOp
 from tolk.uop.shape import device_of, max_numel, shape_of, shape_syms
@@ -120,9 +121,28 @@ def _parent_of(t: Tensor) -> Tensor | None:
 
 
 def _root(t: Tensor) -> Tensor:
+    """What realizing `t` realizes: the live lazy tensor it views, else `t`; for a view of a
+    dropped lazy tensor that has live kin (other views of it), a new tensor over what they
+    all view, which becomes their parent: realized, it leaves them views of one buffer (as
+    numpy's views of one base), so a write through one reaches the others."""
     while (p := _parent_of(t)) is not None:
         t = p
-    return t
+    fam = t._parent
+    if fam is None or fam() is not None or t not in _lazy:
+        return t
+    base = _base_and_chain(t.uop)
+    kin = [v for v in fam.kids
+           if v._parent is fam and v in _lazy and _base_and_chain(v.uop) is base]
+    if len(kin) < 2:
+        return t
+    root = Tensor(base)
+    new = _family_of(root)
+    while kin:  # the views of its views go along (their chains pass through `base` too)
+        v = kin.pop()
+        _join(v, new)
+        if v._kids is not None:
+            kin += [k for k in v._kids.kids if k._parent is v._kids and k in _lazy]
+    return root
 
 
 def _final_states(nodes) -> dict[UOp, UOp]:
@@ -373,8 +393,8 @@ def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
     live graph that read a realized final state or a realized output's view at the buffer."""
     rebase = []  # lazy views of an output: (view, output's node, output's buffer view)
     for t, view in outputs:
-        if t._kids:
-            rebase.extend((v, t.uop, view) for v in list(t._kids) if _parent_of(v) is t)
+        if t._kids is not None:
+            rebase.extend((v, t.uop, view) for v in t._kids.kids if _parent_of(v) is t)
     for t, view in outputs:
         t.uop = view
         _register_view(t)
@@ -474,7 +494,7 @@ def _detach_unrun(unwritten: set[UOp], lazies: list[Tensor]) -> None:
                 snaps[b] = UOp.buffer(b.dtype, b.size, b.device)
                 set_storage(snaps[b], buffer_storage(b))
         sub = {b: snaps[b] for b in reads}
-        for v in [t, *(list(t._kids) if t._kids else [])]:
+        for v in [t, *(t._kids.kids if t._kids is not None else ())]:
             v.uop = v.uop.substitute(sub)
 
 

@@ -104,13 +104,31 @@ _views: weakref.WeakKeyDictionary[UOp, IdentityWeakSet] = weakref.WeakKeyDiction
 _lazy = IdentityWeakSet()
 
 
-def _add_kid(view: Tensor) -> None:
-    """Register `view` with the lazy tensor its `_parent` names (see `Tensor._kids`)."""
-    parent = view._parent()
-    if parent is not None:
-        if parent._kids is None:
-            parent._kids = IdentityWeakSet()
-        parent._kids.add(view)
+class _Family(weakref.ref):
+    """A weak reference to a lazy tensor that has views, with those views (`kids`). A view
+    keeps its family when the tensor dies (numpy's views keep their base alive; here only the
+    family outlives it), so views of one dropped tensor still share what they view: a realize
+    of one realizes it for all (`tolk.callify._root`)."""
+
+    __slots__ = ("kids",)
+
+
+def _family_of(t: Tensor) -> _Family:
+    """The family a view of lazy `t` joins: that of the tensor `t` views while it lives, else
+    `t`'s own (made on first use): a view of a view of a dropped tensor (``zeros(3)[0]``, a
+    view of an internal tensor) views `t`."""
+    fam = t._parent
+    if fam is None or fam() is None:
+        fam = t._kids
+        if fam is None:
+            fam = t._kids = _Family(t)
+            fam.kids = IdentityWeakSet()
+    return fam
+
+
+def _join(view: Tensor, fam: _Family) -> None:
+    view._parent = fam
+    fam.kids.add(view)
 
 
 def _view_states() -> list[UOp]:
@@ -189,10 +207,10 @@ class Tensor:
     ``cast`` to the same dtype and ``to`` the same device return the tensor itself (as in
     PyTorch and tinygrad)."""
 
-    # `_parent`: for a view of a lazy (computed) tensor, a weak reference to the tensor it views
-    # (the computed one, not an intermediate view); realizing that tensor makes this one a
-    # view of its buffer (see callify).
-    # `_kids`: for a lazy tensor, its lazy views (those whose `_parent` it is), or None.
+    # `_parent`: for a view of a lazy (computed) tensor, the `_Family` of the tensor it views
+    # (the computed one, not an intermediate view: a weak reference to it); realizing that
+    # tensor makes this one a view of its buffer (see callify).
+    # `_kids`: for a lazy computed tensor with views, its `_Family` (None before the first).
     __slots__ = ("uop", "_parent", "_kids", "__weakref__")
     __array_ufunc__ = None  # numpy defers to Tensor's operators (``ndarray + Tensor``: TypeError)
     _seed = [0]
@@ -891,10 +909,8 @@ class Tensor:
         """A movement op; `binds` (the BIND nodes giving symbolic bounds their values) ride
         along as extra sources so a symbolic shape can always be evaluated."""
         out = Tensor(UOp(op, self.dtype, (self.uop, *binds), arg))
-        if self in _lazy:  # a view of a lazy tensor: remember the tensor it views (the first one)
-            ref = self._parent
-            out._parent = ref if ref is not None and ref() is not None else weakref.ref(self)
-            _add_kid(out)
+        if self in _lazy:  # a view of a lazy tensor: it joins the family of the one it views
+            _join(out, _family_of(self))
         return out
 
     def reshape(self, *shape) -> Tensor:
@@ -922,8 +938,7 @@ class Tensor:
             # is a computed tensor of its own (its views must keep passing through its node)
             out = Tensor(UOp(Ops.RESHAPE, self.dtype, u.src, shape))
             if self in _lazy:
-                out._parent = self._parent
-                _add_kid(out)
+                _join(out, self._parent)
             return out
         return self._mov(Ops.RESHAPE, shape)
 
