@@ -177,7 +177,8 @@ def test_zeros_and_ones_default_to_float32():
 
 
 @pytest.mark.parametrize("fill, dtype", [(True, np.bool_), (3, np.int32), (2.5, np.float32),
-                                         (np.int8(3), np.int8), (np.float16(3), np.float16)])
+                                         (np.int8(3), np.int8), (np.float16(3), np.float16),
+                                         (np.float64(0.1), np.float64)])
 def test_full_dtype_follows_the_fill_value(fill, dtype):
     t = Tensor.full((2, 2), fill)
     assert_matches(t.numpy(), np.full((2, 2), fill, dtype))
@@ -637,7 +638,8 @@ def test_bitcast_to_a_different_item_size_raises_type_error():
 # =============================================================================================
 # reductions
 
-SIMPLE_REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
+SIMPLE_REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "any": np.any,
+                 "all": np.all}
 
 
 @cases(EXAMPLES * 4)
@@ -662,6 +664,31 @@ def test_sum_prod_max_min_match_numpy(name, a, keepdim, data):
         np.testing.assert_allclose(got.numpy().astype(np.float64), want.astype(np.float64), **tol)
     else:
         np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_any_and_all_count_nan_as_true_and_answer_numpy_over_empty_axes():
+    a = np.array([[np.nan, 0.0], [0.0, 0.0]], np.float32)
+    assert_matches(Tensor(a).any(1).numpy(), np.any(a, 1))
+    assert_matches(Tensor(a).all(0).numpy(), np.all(a, 0))
+    assert_matches(Tensor.zeros(0, 3).any(0).numpy(), np.zeros(3, bool))
+    assert_matches(Tensor.zeros(0, 3).all().numpy(), np.bool_(True))
+
+
+def test_in_asks_whether_any_element_equals_the_value_as_numpy():
+    t = Tensor(np.arange(6, dtype=np.int32).reshape(2, 3))
+    assert 5 in t and 4.0 in t and 7 not in t
+    assert Tensor([1.0, 2.0]) in Tensor([[1.0, 3.0]])  # broadcast, as numpy's ``in``
+    assert 1 not in Tensor.zeros(0, 2)
+
+
+def test_numpy_converts_a_tensor_with_asarray_and_its_dtype_argument():
+    a = np.arange(6, dtype=np.int16).reshape(3, 2)
+    t = Tensor(a)[::-1]
+    assert_matches(np.asarray(t), a[::-1])
+    assert_matches(np.array(t, dtype=np.float64), a[::-1].astype(np.float64))
+    assert_matches(np.asarray(Tensor(np.float32(1.5))), np.float32(1.5))
+    with pytest.raises(ValueError, match="copy=False"):
+        t.__array__(copy=False)
 
 
 def test_sum_over_a_zero_size_axis_is_zero():
@@ -1359,12 +1386,12 @@ def test_conv2d_matches_numpy_with_wide_strides_kernels_and_dilations(case):
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-4)
 
 
-def test_conv2d_of_integers_sums_in_int64():
+def test_conv2d_of_integers_keeps_their_dtype_as_matmul_does():
     x = np.arange(2 * 5 * 5, dtype=np.int32).reshape(1, 2, 5, 5)
-    w = np.ones((3, 2, 3, 3), dtype=np.int32)
+    w = np.ones((3, 2, 3, 3), dtype=np.int8)
     got = Tensor(x).conv2d(Tensor(w), stride=2, padding=1)
     want = numpy_conv2d(x, w, None, (2, 2), ((1, 1), (1, 1)), (1, 1), 1)
-    assert got.dtype.np == np.int64
+    assert got.dtype.np == np.int32 == (Tensor(x[0, 0]) @ Tensor(np.ones((5, 1), np.int8))).dtype.np
     np.testing.assert_array_equal(got.numpy(), want)
 
 

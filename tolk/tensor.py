@@ -299,6 +299,18 @@ class Tensor:
         _static_dims(self, "len()", (0,))
         return self.shape[0]
 
+    def __contains__(self, value) -> bool:
+        """``value in t``: whether any element equals `value`, as numpy answers it (realizes)."""
+        return bool((self == value).any())
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        """``np.asarray(t)``: the values (realizes; `numpy` makes the same new array)."""
+        if copy is False:
+            raise ValueError("a tensor's values are computed into a new array: copy=False "
+                             "cannot be honoured")
+        arr = self.numpy()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
     def __iter__(self):
         """The sub-tensors along the first axis, as numpy iterates an array; a 0-d tensor is
         not iterable (TypeError), as a 0-d array is not."""
@@ -811,6 +823,16 @@ class Tensor:
 
     def min(self, axis=None, keepdim: bool = False) -> Tensor:
         return self._reduce(Ops.MIN, axis, keepdim)
+
+    def any(self, axis=None, keepdim: bool = False) -> Tensor:
+        """Whether any element along `axis` is nonzero (NaN counts), a bool tensor; False
+        over an empty axis (numpy's ``any``)."""
+        return (self != 0).sum(axis, keepdim) > 0
+
+    def all(self, axis=None, keepdim: bool = False) -> Tensor:
+        """Whether every element along `axis` is nonzero (NaN counts), a bool tensor; True
+        over an empty axis (numpy's ``all``)."""
+        return (self == 0).sum(axis, keepdim) == 0
 
     def _count(self, axis) -> int | Tensor:
         """How many elements a reduction over `axis` sees: an int, or a scalar tensor when a
@@ -1340,7 +1362,8 @@ class Tensor:
 
         The windows of the padded input are one view (N, Cin, KH, OH, KW, OW); the convolution
         is one contraction of it with the weight over (Cin/groups, KH, KW), which the CPU
-        backend runs as one matrix product per group."""
+        backend runs as one matrix product per group. Integer operands give their promoted
+        dtype, as `matmul` does (the sum runs in 64 bits)."""
         if self.ndim != 4 or weight.ndim != 4:
             raise ShapeError(f"conv2d needs 4-D input and weight, "
                              f"got {self.shape} and {weight.shape}")
@@ -1358,6 +1381,9 @@ class Tensor:
         ws = weight.reshape(1, groups, cout // groups, cin_g, kh, 1, kw, 1)
         # weight first: its free axis leads the matrix product, so the result comes out NCHW
         out = (ws * xs).sum((3, 4, 6), keepdim=True).reshape(n, cout, oh, ow)
+        want = least_upper_dtype(self.dtype, weight.dtype)
+        if out.dtype is not want and not out.dtype.is_float:  # integers: as matmul does
+            out = out.cast(want)
         return out + bias.reshape(1, cout, 1, 1) if bias is not None else out
 
     def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0) -> Tensor:
@@ -1621,6 +1647,8 @@ def _scalar_default_dtype(x: Scalar) -> DType:
             return dtypes.default_int
         return _infer_dtype(_to_numpy(x, None))
     if isinstance(x, np.integer):
+        return to_dtype(np.asarray(x).dtype)
+    if isinstance(x, np.floating):  # a numpy scalar keeps its dtype (as `Tensor(x)`)
         return to_dtype(np.asarray(x).dtype)
     return dtypes.default_float if isinstance(x, float) else to_dtype(np.asarray(x).dtype)
 
