@@ -52,6 +52,47 @@ def test_schedule_command_reports_every_schedule_of_a_script(tmp_path, capsys):
     assert len(records) == 2 and records[0]["kernels"] == 1 and records[1]["kernels"] >= 2
 
 
+REUSED = (  # five intermediates, two of them at one offset with one size at different times
+    "import numpy as np\nfrom tolk import Tensor\n"
+    "x = Tensor(np.arange(256, dtype=np.float32))\n"
+    "t1 = (x + 1).contiguous()\nt2 = (t1 * 2).contiguous()\n"
+    "t3 = Tensor.cat(t2, t2 + 1).contiguous()\nt4 = (t3[:256] * t3[256:]).contiguous()\n"
+    "t5 = (t4 - 1).contiguous()\nprint((t5 + 1).sum().numpy())\n")
+
+
+def test_schedule_command_and_debug_report_each_buffer_where_the_plan_reuses_a_view(
+        tmp_path, capsys):
+    script = tmp_path / "user.py"
+    script.write_text(REUSED)
+    assert main(["schedule", "--json", str(script)]) == 0
+    (r,) = json.loads(capsys.readouterr().out)
+    assert r["planned"] and r["unplanned_bytes"] == 6 * 1024
+    assert r["floor_bytes"] <= r["arena_bytes"] < r["unplanned_bytes"]
+    with Context(NO_MEMORY_PLANNER=1):
+        assert main(["schedule", str(script)]) == 0
+    out = capsys.readouterr().out
+    assert "6.00 KB -> 6.00 KB (not planned) (floor 3.00 KB, 2.000x)" in out
+    with Context(DEBUG=1, SCACHE=0):
+        exec(REUSED, {})
+    line = capsys.readouterr().out.splitlines()[0]
+    assert "memory 0.01 MB -> 0.00 MB (floor 0.00 MB)" in line  # 6 KB -> 3 KB (floor 3 KB)
+
+
+def test_the_html_timeline_draws_each_buffer_with_its_own_lifetime():
+    from tolk.report import lifetimes
+    from tolk.schedule.planner import find_overlaps
+
+    ns: dict = {}
+    exec(REUSED.replace("print((t5 + 1).sum().numpy())", "out = (t5 + 1).sum()"), ns)
+    planned = ns["out"].schedule_linear()
+    with Context(NO_MEMORY_PLANNER=1):
+        unplanned = ns["out"].schedule_linear()
+    sizes, firsts, lasts, offsets, _, arena = lifetimes(planned, unplanned)
+    assert len(sizes) == 5 and not find_overlaps(sizes, firsts, lasts, offsets)
+    assert max(o + s for o, s in zip(offsets, sizes)) <= arena
+    assert find_overlaps(*lifetimes(planned)[:4])  # the views alone: two drawn as one
+
+
 def test_schedule_command_on_a_missing_script_fails_cleanly(capsys):
     assert main(["schedule", "/nonexistent/script.py"]) == 2
     assert "nonexistent" in capsys.readouterr().err

@@ -22,6 +22,7 @@ from tolk.schedule import (
     create_schedule,
     fresh_internal_buffer_slot,
     linear_stats,
+    planned_stats,
     lower_sink_to_linear,
     memory_plan_rewrite,
     program_body,
@@ -501,6 +502,23 @@ def test_chain_reuses_memory_down_to_two_buffers():
     st = linear_stats(planned)
     assert st.arena_total == 2 * 1024 * 4 == st.floor_bytes
     assert linear_stats(lin).unplanned_bytes == 10 * 1024 * 4
+
+
+def test_planned_stats_count_each_buffer_where_planned_views_share_a_slice_node():
+    out = buf(0, 64)
+    a, d, b = buf(-101, 64), buf(-102, 128), buf(-103, 64)  # a: calls 0-1, d: 2-3, b: 4-5
+    lin = UOp(Ops.LINEAR, dtypes.void, (kernel("k0", a), kernel("k1", out, a), kernel("k2", d),
+                                        kernel("k3", out, d), kernel("k4", b),
+                                        kernel("k5", out, b)))
+    planned = memory_plan_rewrite(lin, [out])
+    raw, st = linear_stats(lin), planned_stats(planned, lin, [out])
+    assert (st.calls, st.unplanned_bytes) == (6, raw.unplanned_bytes)
+    assert st.floor_bytes == raw.floor_bytes and st.arena_bytes == linear_stats(planned).arena_bytes
+    assert st.floor_bytes <= st.arena_total < st.unplanned_bytes
+    assert st.used_bytes == st.arena_total
+    # a and b share one SLICE node: counted once there, over calls 0-5 (hence planned_stats)
+    assert linear_stats(planned).unplanned_bytes < raw.unplanned_bytes
+    assert raw.used_bytes == raw.unplanned_bytes and not raw.arena_bytes
 
 
 def test_offsets_are_remembered_per_lifetimes_until_the_plan_cache_is_cleared(monkeypatch):

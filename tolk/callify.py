@@ -43,15 +43,17 @@ from tolk.engine.realize import run_linear
 from tolk.errors import DeviceError, JitError, ShapeError
 from tolk.helpers import SCACHE, gc_paused, prod
 from tolk.runtime.device import buffer_storage, set_storage, typed_view
-from tolk.schedule import (create_linear_for_program, program_by_form, program_form, program_key,
-                           remember_program_form)
+from tolk.schedule import (LinearStats, create_linear_for_program, linear_stats, program_by_form,
+                           program_form, program_key, program_stats, remember_program_form)
 from tolk.tensor import (IdentityWeakSet, Tensor, _base_and_chain, _family_of, _join, _lazy,
                          _view_states, _views)
 from tolk.uop.form import form_of, leaves, may_bind
 from tolk.uop.ops import GroupOp, Ops, UOp
 from tolk.uop.shape import device_of, max_numel, shape_of, shape_syms
 
-# Called as hook(planned LINEAR, var_vals, seconds spent scheduling) for every realize.
+# Called as hook(planned LINEAR, var_vals, seconds spent scheduling, stats) for every realize;
+# stats() gives the schedule's `LinearStats` (exact: unplanned bytes and floor of the unplanned
+# schedule, as `tolk.schedule.planned_stats`).
 schedule_hooks: list = []
 # The tag of realize's program keys: a realize's program is made from the tensors' graph
 # (`_build_sink`), not scheduled as that graph, so its keys never meet a sink's.
@@ -363,8 +365,14 @@ def realize(tensors, run: bool = True):
         linear, var_vals = create_linear_for_program(
             key, bufs + out_bufs, binds, lambda: _build_sink(computed, pending, out_bufs),
             _copy_old_states)
-    for hook in schedule_hooks:
-        hook(linear, var_vals, time.perf_counter() - start)
+    if schedule_hooks:
+        seconds = time.perf_counter() - start
+
+        def stats() -> LinearStats:  # exact from the cached program (see `program_stats`)
+            return (linear.src and program_stats(key)) or linear_stats(linear)
+
+        for hook in schedule_hooks:
+            hook(linear, var_vals, seconds, stats)
     if not run:
         return linear, var_vals
     try:

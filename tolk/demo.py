@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from tolk import models
+from tolk.helpers import Context
 from tolk.report import format_bytes, format_html, format_text, schedule_report, timeline_svg
 
 SIZES = ("small", "default", "large")
@@ -86,6 +87,10 @@ def run_demo(model: str = "gpt", size: str = "default", html_path: str | None = 
     prog.start("scheduling")
     rep = schedule_report(out)
     planned = out.schedule_linear()
+    unplanned = None
+    if html_path:
+        with Context(NO_MEMORY_PLANNER=1):  # the same calls: each buffer's own lifetime
+            unplanned = out.schedule_linear()
     prog.done()
     prog.start("running tolk (first run compiles kernels)")
     got = out.numpy()
@@ -110,7 +115,7 @@ def run_demo(model: str = "gpt", size: str = "default", html_path: str | None = 
               "max_abs_error": err, "repeat_identical": same}
     result.pop("kernel_rows")
     if html_path:
-        page = format_html(rep, f"tolk demo: {model} ({size})", timeline_svg(planned),
+        page = format_html(rep, f"tolk demo: {model} ({size})", timeline_svg(planned, unplanned),
                            {f"run (s, median of {runs})": f"{tolk_run:.3f}",
                             f"numpy (s, median of {runs})": f"{numpy_run:.3f}",
                             "max abs error": f"{err:.3g}"})

@@ -11,7 +11,6 @@ import sys
 import traceback
 
 from tolk.report import format_bytes, kernel_rows
-from tolk.schedule import linear_stats
 
 
 class ScheduleRecorder:
@@ -20,12 +19,13 @@ class ScheduleRecorder:
     def __init__(self) -> None:
         self.records: list[dict] = []
 
-    def __call__(self, linear, var_vals, seconds: float) -> None:
-        st = linear_stats(linear)
+    def __call__(self, linear, var_vals, seconds: float, stats) -> None:
+        st = stats()
         self.records.append({
             "kernels": len(linear.src), "schedule_ms": seconds * 1e3, "var_vals": dict(var_vals),
             "unplanned_bytes": st.unplanned_bytes, "arena_bytes": st.arena_total,
-            "floor_bytes": st.floor_bytes, "kernel_names": [k.name for k in kernel_rows(linear)],
+            "planned": bool(st.arena_bytes), "floor_bytes": st.floor_bytes,
+            "kernel_names": [k.name for k in kernel_rows(linear)],
         })
 
 
@@ -79,9 +79,11 @@ def main(args: argparse.Namespace) -> int:
         return status
     print(f"{len(rec.records)} schedule(s) realized by {args.script}")
     for i, r in enumerate(rec.records):
-        ratio = r["arena_bytes"] / r["floor_bytes"] if r["floor_bytes"] else 1.0
+        used = r["arena_bytes"] if r["planned"] else r["unplanned_bytes"]
+        ratio = used / r["floor_bytes"] if r["floor_bytes"] else 1.0
         print(f"#{i}: {r['kernels']} kernels in {r['schedule_ms']:.2f} ms | memory "
-              f"{format_bytes(r['unplanned_bytes'])} -> {format_bytes(r['arena_bytes'])} "
+              f"{format_bytes(r['unplanned_bytes'])} -> {format_bytes(used)}"
+              f"{'' if r['planned'] else ' (not planned)'} "
               f"(floor {format_bytes(r['floor_bytes'])}, {ratio:.3f}x)"
               + (f" | vars {r['var_vals']}" if r["var_vals"] else ""))
         names = r["kernel_names"]

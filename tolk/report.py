@@ -11,7 +11,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from tolk.helpers import Context
-from tolk.schedule import LinearStats, linear_stats, schedule_cache_clear
+from tolk.schedule import LinearStats, buffers_of, linear_stats, schedule_cache_clear
 from tolk.uop.ops import KernelInfo, Ops, UOp
 
 
@@ -87,21 +87,31 @@ def schedule_report(*tensors) -> ScheduleReport:
                           st.arena_total, raw.floor_bytes, kernel_rows(planned))
 
 
-def lifetimes(linear: UOp) -> tuple[list[int], list[int], list[int], list[int], list[str], int]:
-    """(sizes, firsts, lasts, offsets, labels, arena) of the planned views of the largest arena."""
-    views: dict[UOp, list[int]] = {}
+def lifetimes(linear: UOp, unplanned: UOp | None = None
+              ) -> tuple[list[int], list[int], list[int], list[int], list[str], int]:
+    """(sizes, firsts, lasts, offsets, labels, arena) of the planned views of the largest arena.
+
+    A planned view is a SLICE node, and buffers placed at one offset with one size and dtype
+    at different times are one node: drawn as one buffer over both lifetimes. Given the
+    schedule before planning (`unplanned`: the same calls in the same order), each of its
+    buffers is drawn with its own lifetime at the offset its SLICE took."""
+    views: dict[UOp, list] = {}  # a buffer (or view) -> [first, last, its SLICE]
     for i, call in enumerate(linear.src):
-        for a in call.src[1:]:
-            if a.op is Ops.SLICE:
-                views.setdefault(a, [i, i])[1] = i
-    arenas: dict[UOp, None] = {v.src[0]: None for v in views}
+        raw = unplanned.src[i].src[1:] if unplanned is not None else None
+        for j, a in enumerate(call.src[1:]):
+            leaves = buffers_of(a, (Ops.BUFFER, Ops.SLICE))
+            names = buffers_of(raw[j], (Ops.BUFFER, Ops.SLICE)) if raw is not None else leaves
+            for v, b in zip(leaves, names):
+                if v.op is Ops.SLICE:
+                    views.setdefault(b, [i, i, v])[1] = i
+    arenas: dict[UOp, None] = {v.src[0]: None for _, _, v in views.values()}
     if not arenas:
         return [], [], [], [], [], 0
     arena = max(arenas, key=lambda a: a.size)
-    mine = [v for v in views if v.src[0] is arena]
-    return ([v.arg[1] for v in mine], [views[v][0] for v in mine], [views[v][1] for v in mine],
-            [v.arg[0] for v in mine],
-            [f"{v.dtype.name}[{v.arg[1] // v.dtype.itemsize}]" for v in mine],
+    mine = [life for life in views.values() if life[2].src[0] is arena]
+    return ([v.arg[1] for _, _, v in mine], [f for f, _, _ in mine], [la for _, la, _ in mine],
+            [v.arg[0] for _, _, v in mine],
+            [f"{v.dtype.name}[{v.arg[1] // v.dtype.itemsize}]" for _, _, v in mine],
             arena.size)
 
 
@@ -125,9 +135,10 @@ def format_text(r: ScheduleReport, title: str = "schedule") -> str:
     ])
 
 
-def timeline_svg(linear: UOp) -> str:
-    """The memory timeline of a planned LINEAR's largest arena, as a self-contained SVG."""
-    sizes, firsts, lasts, offsets, labels, arena = lifetimes(linear)
+def timeline_svg(linear: UOp, unplanned: UOp | None = None) -> str:
+    """The memory timeline of a planned LINEAR's largest arena, as a self-contained SVG (each
+    buffer on its own when the LINEAR before planning is given: see `lifetimes`)."""
+    sizes, firsts, lasts, offsets, labels, arena = lifetimes(linear, unplanned)
     from tolk.schedule.planviz import plan_svg
 
     return plan_svg(sizes, firsts, lasts, offsets, arena, labels=labels)

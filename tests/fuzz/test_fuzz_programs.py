@@ -52,8 +52,10 @@ programs_run = [0]
 def verify_every_schedule():
     """Run `verify_linear` on every planned schedule realize makes while a test runs."""
 
-    def hook(linear, var_vals, seconds):
+    def hook(linear, var_vals, seconds, stats):
         verify_linear(linear)
+        st = stats()
+        assert not st.arena_bytes or st.floor_bytes <= st.arena_total  # no plan beats the floor
         verified[0] += 1
 
     tolk.callify.schedule_hooks.append(hook)

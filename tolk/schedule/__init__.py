@@ -26,7 +26,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tolk.dtype import dtypes
@@ -34,7 +34,7 @@ from tolk.engine import realize as _realize  # its `capturing`, read at each cal
 from tolk.errors import CycleError, ScheduleError
 from tolk.helpers import CAPTURING, DEBUG, NO_MEMORY_PLANNER, SCACHE
 from tolk.schedule.memory import (
-    LinearStats, buffers_of, linear_stats, map_join_leaves, memory_plan_rewrite,
+    LinearStats, buffers_of, linear_stats, map_join_leaves, memory_plan_rewrite, planned_stats,
 )
 from tolk.uop.form import AFTER, form_of, leaves
 from tolk.uop.ops import (
@@ -48,7 +48,7 @@ __all__ = [
     "create_linear_for_program", "program_key", "program_form", "program_by_form",
     "remember_program_form",
     "ProgramKey", "program_body", "program_params", "linear_stats", "LinearStats",
-    "ScheduleError",
+    "planned_stats", "program_stats", "ScheduleError",
 ]
 
 # Nodes a kernel argument may be wrapped in; they change how a buffer is viewed, not which.
@@ -655,7 +655,9 @@ def create_linear_with_vars(
         return UOp(Ops.LINEAR, src=()), var_vals
     held = [b for a in top_args for b in buffers_of(a)]  # also inside MSTACK/MSELECT
     planned = memory_plan_rewrite(linear, held)
-    _check_and_report(planned, held, start, _cache_counts[0] > before)
+    if DEBUG.value:
+        _check_and_report(planned, held, start, _cache_counts[0] > before,
+                          lambda: planned_stats(planned, linear, held))
     return planned, var_vals
 
 
@@ -674,7 +676,8 @@ def _variables_of(calls: list[UOp]) -> tuple[set[str], list[UOp]]:
     return used, binds
 
 
-def _check_and_report(planned: UOp, held: list[UOp], start: float, hit: bool) -> None:
+def _check_and_report(planned: UOp, held: list[UOp], start: float, hit: bool,
+                      stats: Callable[[], LinearStats]) -> None:
     """Under DEBUG: verify the planned schedule (>= 3) and print a line about it (>= 1)."""
     debug = DEBUG.value
     if debug >= 3:  # prove the planned schedule valid before anything runs it
@@ -682,11 +685,11 @@ def _check_and_report(planned: UOp, held: list[UOp], start: float, hit: bool) ->
 
         verify_linear(planned, held)
     if debug >= 1:
-        st = linear_stats(planned)
+        st = stats()
         print(f"schedule: {len(planned.src):5d} kernels in "
               f"{(time.perf_counter() - start) * 1e3:8.2f} ms | cache {'hit' if hit else 'miss'}"
-              f" | memory {st.unplanned_bytes / 1e6:.2f} MB -> {st.arena_total / 1e6:.2f} MB"
-              f" (floor {st.floor_bytes / 1e6:.2f} MB)")
+              f" | memory {st.unplanned_bytes / 1e6:.2f} MB -> {st.used_bytes / 1e6:.2f} MB"
+              f"{'' if st.arena_bytes else ' (not planned)'} (floor {st.floor_bytes / 1e6:.2f} MB)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -938,6 +941,7 @@ class _Program:
     used: frozenset[str]
     binds: tuple[UOp, ...]
     planned: _Template | None = None
+    _stats: dict[bool, LinearStats] = field(default_factory=dict)
 
     def template(self, plan: bool) -> _Template:
         if not plan:
@@ -945,6 +949,23 @@ class _Program:
         if self.planned is None:  # no buffer is held: the PARAMs are not plannable
             self.planned = _template(memory_plan_rewrite(self.resolved.linear, (), enabled=True))
         return self.planned
+
+    def stats(self, plan: bool) -> LinearStats:
+        """`linear_stats` of the schedule as bound (planned when `plan`), its unplanned bytes
+        and floor from the unplanned one (made once)."""
+        if plan not in self._stats:
+            self._stats[plan] = planned_stats(self.template(plan).linear, self.resolved.linear)
+        return self._stats[plan]
+
+
+def program_stats(key: ProgramKey, plan: bool | None = None) -> LinearStats | None:
+    """The `planned_stats` of the schedule cached under `key` (planned unless NO_MEMORY_PLANNER,
+    or as `plan` says), None when none is cached."""
+    with _cache_lock:
+        prog = _programs.get(key)
+    if prog is None:
+        return None
+    return prog.stats(not NO_MEMORY_PLANNER.value if plan is None else plan)
 
 
 def _retrying_cycles(schedule: Callable[[UOp], Any], sink: UOp,
@@ -1046,9 +1067,10 @@ def create_linear_for_program(
     if capturing and CAPTURING.value:
         capturing[0].add_linear(_bind(prog.resolved, bufs), var_vals)
         return UOp(Ops.LINEAR, src=()), var_vals
-    planned = _bind(prog.template(not NO_MEMORY_PLANNER.value), bufs)
+    plan = not NO_MEMORY_PLANNER.value
+    planned = _bind(prog.template(plan), bufs)
     if debug:
-        _check_and_report(planned, bufs, start, hit)
+        _check_and_report(planned, bufs, start, hit, lambda: prog.stats(plan))
     return planned, var_vals
 
 

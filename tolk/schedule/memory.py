@@ -239,13 +239,25 @@ class LinearStats:
         return sum(self.arena_bytes.values())
 
     @property
+    def used_bytes(self) -> int:
+        """The bytes the schedule takes: its arenas', or when nothing is planned the bytes of
+        its buffers (NO_MEMORY_PLANNER)."""
+        return self.arena_total if self.arena_bytes else self.unplanned_bytes
+
+    @property
     def ratio(self) -> float:
         """Arena over floor (1.0 is perfect; 0 buffers gives 1.0)."""
         return self.arena_total / self.floor_bytes if self.floor_bytes else 1.0
 
 
 def linear_stats(linear: UOp, held_bufs: Iterable[UOp] = ()) -> LinearStats:
-    """Calls, planned arena bytes per device, bytes without planning, and the floor."""
+    """Calls, planned arena bytes per device, bytes without planning, and the floor.
+
+    Exact on a LINEAR before planning. On a planned one, the buffers are its SLICEs, and two
+    buffers the plan put at one offset with one size and dtype (at different times) are one
+    SLICE node: counted once, living from the first's first call to the second's last, so
+    unplanned bytes and floor are those of the views, not of the buffers (the floor can then
+    exceed the arena). `planned_stats` takes both LINEARs and is exact."""
     if not isinstance(linear, UOp) or linear.op is not Ops.LINEAR:
         got = linear.short() if isinstance(linear, UOp) else type(linear).__name__
         raise ScheduleError(f"linear_stats needs a LINEAR, got {got}")
@@ -279,3 +291,11 @@ def linear_stats(linear: UOp, held_bufs: Iterable[UOp] = ()) -> LinearStats:
 
 def _nbytes(b: UOp) -> int:
     return b.arg[1] if b.op is Ops.SLICE else b.nbytes
+
+
+def planned_stats(planned: UOp, unplanned: UOp, held_bufs: Iterable[UOp] = ()) -> LinearStats:
+    """`linear_stats` of a schedule from both its forms: the calls and arenas of `planned`,
+    the unplanned bytes and floor of `unplanned` (the LINEAR `memory_plan_rewrite` was given:
+    its buffers are each their own node, where planned ones may share a SLICE node)."""
+    st, raw = linear_stats(planned, held_bufs), linear_stats(unplanned, held_bufs)
+    return LinearStats(st.calls, st.arena_bytes, raw.unplanned_bytes, raw.floor_bytes)
