@@ -558,6 +558,15 @@ def test_clip_of_nan_stays_nan():
     assert_matches(Tensor(a).clip(-1.0, 1.0).numpy(), np.clip(a, -1.0, 1.0))
 
 
+def test_clip_takes_int_bounds_past_the_dtype_on_the_side_that_clips_nothing_as_numpy():
+    a = np.array([0, 100, 255], np.uint8)
+    assert_matches(Tensor(a).clip(-1, 300).numpy(), np.clip(a, -1, 300))
+    b = np.array([-5, 0, 100], np.int8)
+    assert_matches(Tensor(b).clip(-200, 50).numpy(), np.clip(b, -200, 50))
+    with pytest.raises(ValueError, match="out of bounds"):  # numpy: OverflowError
+        Tensor(a).clip(300, 400)
+
+
 def test_clip_needs_a_bound():
     with pytest.raises(ValueError, match="clip"):
         Tensor.zeros(2).clip()
@@ -581,6 +590,9 @@ def test_where_with_python_scalars_uses_weak_typing():
     assert_matches(Tensor(c).where(Tensor(x), 2.5).numpy(), np.where(c, x, 2.5).astype(F32))
     assert_matches(Tensor(c).where(1.5, 2).numpy(), np.where(c, 1.5, 2.0).astype(F32))
     assert_matches(Tensor(c).where(1, 2).numpy(), np.where(c, 1, 2).astype(np.int32))
+    for x, y in ((1, 2**40), (2**40, 1)):  # two scalars: the dtype Tensor([x, y]) has
+        assert_matches(Tensor(c).where(x, y).numpy(), np.where(c, x, y).astype(np.int64))
+    assert_matches(Tensor(c).where(True, 3).numpy(), np.where(c, 1, 3).astype(np.int32))
 
 
 def test_where_casts_a_non_bool_condition_to_bool():
@@ -797,6 +809,46 @@ def test_var_defaults_to_correction_one():
 def test_var_of_one_element_with_correction_one_is_nan():
     assert np.isnan(Tensor([3.0]).var().item())
     assert Tensor([3.0]).var(correction=0).item() == 0.0
+
+
+@pytest.mark.parametrize("n", [3, 5, 6, 7, 10, 49])
+def test_mean_divides_by_the_count_as_numpy(n):
+    for v in (0.1, 0.3, 1 / 3, 0.7):
+        a = np.full(n, v, np.float32)
+        assert Tensor(a).mean().item() == np.float32(a.mean())
+        assert Tensor(a.astype(np.float64)).var(correction=0).item() == np.var(a.astype(np.float64))
+
+
+def test_16_bit_sums_accumulate_in_float32_whatever_the_layout():
+    u = np.ones((4096, 2), np.float16)
+    assert Tensor(u).sum(0).numpy().tolist() == [4096, 4096]  # numpy: 2048 along this axis
+    assert Tensor(u).T.contiguous().sum(1).numpy().tolist() == [4096, 4096]
+    assert Tensor(u).sum().dtype.np == np.float16 and Tensor(u).prod().item() == 1
+
+
+def test_exp2_and_log2_are_numpys():
+    a = np.array([10.0, 15.5, -3.0, 0.0], np.float16)
+    assert_matches(Tensor(a).exp2().numpy(), np.exp2(a))
+    b = np.array([127.0, 31.0, -1.0, 0.5], np.float32)
+    assert_matches(Tensor(b).exp2().numpy(), np.exp2(b))
+    c = np.array([2.0**31, 8.0, 0.0, 0.3], np.float32)
+    assert_matches(Tensor(c).log2().numpy(), np.log2(c))
+    assert Tensor(np.float32(2.0**31)).log2().item() == 31.0
+
+
+def test_square_of_bools_is_int8_as_numpy():
+    a = np.array([True, False])
+    assert_matches(Tensor(a).square().numpy(), np.square(a))
+
+
+def test_pad_widths_must_be_ints_as_numpys():
+    x = Tensor(np.arange(3, dtype=np.float32))
+    for bad in (((1.5, 0),), ((True, 0),), (1.0, 0), (True, 1)):
+        with pytest.raises(TypeError, match="pad widths must be ints"):
+            x.pad(bad)
+    with pytest.raises(TypeError, match="ints"):
+        Tensor.ones(1, 1, 4, 4).avg_pool2d(2, padding=(1.0, 1))
+    assert x.pad(((np.int64(1), 0),)).numpy().tolist() == [0, 0, 1, 2]
 
 
 def test_float16_mean_does_not_overflow_when_the_mean_fits():
@@ -2271,6 +2323,8 @@ def test_a_tensor_made_from_a_tensor_is_a_copy_as_np_array():
     ("x[0] = 100; x ** e; x[2] = 7", [100, 1, 7, 3]),
     ("x[0] = 100; x ** e; x + 1", [101, 2, 3, 4]),
     ("x + 1; x ** e", [1, 2, 3, 4]),
+    ("x[0:2] = x[2:4] ** e", [0, 1, 2, 3]),  # the value is computed into a temporary first
+    ("x[0] = 100; x[1:] = x[:3] ** e; x[3] = 9", [100, 1, 2, 9]),
 ])
 def test_a_failed_assign_is_dropped_and_the_assigns_around_it_apply_as_in_eager_numpy(steps,
                                                                                       want):
@@ -2280,7 +2334,11 @@ def test_a_failed_assign_is_dropped_and_the_assigns_around_it_apply_as_in_eager_
     e = Tensor(np.array([1, -1, 1, 1], np.int32))
     x = Tensor(np.arange(4, dtype=np.int32)).realize()
     for step in steps.split("; "):
-        if step.startswith("x["):
+        if step == "x[0:2] = x[2:4] ** e":
+            x[0:2] = x[2:4] ** e[:2].flip(0)
+        elif step == "x[1:] = x[:3] ** e":
+            x[1:] = x[:3] ** e[:3]
+        elif step.startswith("x["):
             x[int(step[2])] = int(step.split("= ")[1])
         else:
             x.assign(x ** e if step == "x ** e" else x + 1)
@@ -2289,6 +2347,26 @@ def test_a_failed_assign_is_dropped_and_the_assigns_around_it_apply_as_in_eager_
     assert x.numpy().tolist() == want
     x[3] = 9  # usable after
     assert x.numpy().tolist() == want[:3] + [9]
+
+
+def test_an_expanded_view_of_a_lazy_tensor_is_read_only_as_one_of_a_buffer():
+    z = Tensor.zeros(3, 1)
+    with pytest.raises(ValueError, match="broadcast"):
+        z.expand(3, 4)[0] = Tensor(np.arange(4, dtype=np.float32))
+    y = Tensor(np.array([1.0, 2.0], np.float32)) + 0
+    with pytest.raises(ValueError, match="broadcast"):
+        y.reshape(1, 2).expand(3, 2).assign(Tensor.ones(3, 2))
+    assert z.numpy().tolist() == [[0], [0], [0]] and y.numpy().tolist() == [1, 2]
+    w = Tensor.zeros(3, 4)  # itself a broadcast constant: a tensor of its own, writable
+    w[0] = 5.0
+    assert w.numpy()[0].tolist() == [5] * 4
+
+
+def test_numpy_arrays_assigned_into_bfloat16_keep_their_values():
+    t = Tensor(np.zeros(3, np.float32), dtype="bfloat16")
+    t[:] = np.array([1.5, 2.25, -3.0])
+    t[1:] = np.array([7, 8], np.int64)
+    assert t.numpy().tolist() == [1.5, 7, 8]
 
 
 def test_a_movement_chain_keeps_its_base_on_each_node_so_it_is_not_walked_per_op():

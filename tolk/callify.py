@@ -43,8 +43,9 @@ from tolk.engine.realize import run_linear
 from tolk.errors import DeviceError, JitError, ShapeError
 from tolk.helpers import SCACHE, gc_paused, prod
 from tolk.runtime.device import buffer_storage, set_storage, typed_view
-from tolk.schedule import (LinearStats, create_linear_for_program, linear_stats, program_by_form,
-                           program_form, program_key, program_stats, remember_program_form)
+from tolk.schedule import (LinearStats, buffers_of, create_linear_for_program, linear_stats,
+                           program_by_form, program_form, program_key, program_stats,
+                           remember_program_form)
 from tolk.tensor import (IdentityWeakSet, Tensor, _base_and_chain, _family_of, _join, _lazy,
                          _view_states, _views)
 from tolk.uop.form import form_of, leaves, may_bind
@@ -452,6 +453,7 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
             calls = writers.setdefault(b, [])
             if not calls or calls[-1] != i:
                 calls.append(i)
+    doomed = _doomed_calls(linear, done)
     mapping: dict[UOp, UOp] = {}
     for b, final in finals.items():
         chain = [final]  # the buffer's pending states, newest first
@@ -461,11 +463,11 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
         calls = writers.get(b, [])
         if len(calls) == len(chain):
             ran = sum(1 for c in calls if c < done)
-            failed = ran < len(calls) and calls[ran] == done
+            failed = ran < len(calls) and calls[ran] in doomed
         elif calls and calls[0] < done:
             ran, failed = len(chain), False
         else:
-            ran, failed = 0, bool(calls) and calls[0] == done
+            ran, failed = 0, bool(calls) and calls[0] in doomed
         if ran:
             mapping[chain[ran - 1]] = b
         if failed:
@@ -480,6 +482,27 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
         _rebase(_Substitution(mapping))
     unwritten = {b for b in finals if not writers.get(b) or writers[b][0] > done}
     _detach_unrun(unwritten, [t for t, _, b in outputs if not written(b)])
+
+
+def _doomed_calls(linear: UOp, done: int) -> set[int]:
+    """The failing call `done` and the later calls that read what it would have written, or
+    what such a call would have: run again they would fail the same way (an assign whose
+    value the failing kernel computes into a temporary first is written by a later call)."""
+    doomed = {done}
+    bad = set(_buffer_args(call_writes(linear.src[done])))
+    for i in range(done + 1, len(linear.src)):
+        call = linear.src[i]
+        writes = _buffer_args(call_writes(call))
+        if any(b in bad for b in _buffer_args(call.src[1:]) if b not in writes):
+            doomed.add(i)
+            bad.update(writes)
+        else:  # written afresh: what it holds no longer comes from the failure
+            bad.difference_update(writes)
+    return doomed
+
+
+def _buffer_args(args) -> list[UOp]:
+    return [b for a in args for b in buffers_of(a, (Ops.BUFFER, Ops.SLICE))]
 
 
 def _detach_unrun(unwritten: set[UOp], lazies: list[Tensor]) -> None:
@@ -532,8 +555,9 @@ def assign(target: Tensor, x) -> Tensor:
     """Store `x` into `target`'s buffer through `target`'s view; every view of the buffer
     (including `target`) then reads the new state."""
     if isinstance(x, (list, tuple, np.ndarray)):  # host data, cast to the target's dtype
-        x = Tensor(np.asarray(x).astype(target.dtype.np) if isinstance(x, np.ndarray) else x,
-                   device=target.device, dtype=target.dtype)
+        if isinstance(x, np.ndarray):  # (bfloat16's numpy dtype is its storage: via float32)
+            x = x.astype(np.float32 if target.dtype is dtypes.bfloat16 else target.dtype.np)
+        x = Tensor(x, device=target.device, dtype=target.dtype)
     elif not isinstance(x, Tensor):
         x = Tensor.full(target.shape, x, target.dtype, target.device)
     if x.shape != target.shape:
@@ -549,15 +573,14 @@ def assign(target: Tensor, x) -> Tensor:
                         f"{target.dtype.name}; cast it first")
     if x.device != target.device:
         raise DeviceError(f"assign from device {x.device} into a tensor on {target.device}")
+    if not _is_view_of_state(target.uop):  # (a lazy tensor, Tensor.zeros say, gets its own
+        realize([target])  # buffer; a view of one realizes the tensor it views)
     chain = target.uop
-    if _is_view_of_state(chain):  # (a lazy tensor, Tensor.zeros say, gets its own buffer)
-        while chain.op in GroupOp.Movement:
-            if chain.op is Ops.EXPAND:
-                raise ValueError(f"cannot assign into a broadcast (expanded) view of shape "
-                                 f"{target.shape}: it is read-only, as in numpy")
-            chain = chain.src[0]
-    if not _is_view_of_state(target.uop):
-        realize([target])  # realizes the tensor `target` is a view of, if it is one
+    while chain.op in GroupOp.Movement:
+        if chain.op is Ops.EXPAND:
+            raise ValueError(f"cannot assign into a broadcast (expanded) view of shape "
+                             f"{target.shape}: it is read-only, as in numpy")
+        chain = chain.src[0]
     state = _base_and_chain(target.uop)
     if state.op is Ops.AFTER and may_bind(state) and (may_bind(target.uop) or may_bind(x.uop)) \
             and _conflicting_binds(state, UOp.sink(target.uop, x.uop)):

@@ -166,7 +166,7 @@ class MultiTensor:
         for a in axes:
             n *= self.shape[a]
         total = self.cast(self.dtype if self.dtype.is_float else "float32").sum(axis, keepdim)
-        return total * (1 / n if n else float("nan"))
+        return total / n  # a division, as numpy's mean
 
     def matmul(self, w: Tensor):
         if self.ndim < 2 or self.axis >= self.ndim - 1:

@@ -653,8 +653,10 @@ class Tensor:
                                 "it in Tensor()")
         x, y = (v._t() if isinstance(v, BoundVariable) else v for v in (x, y))
         if not isinstance(x, Tensor):
-            if not isinstance(y, Tensor):
-                x = Tensor.full((), x, _scalar_default_dtype(x), self.device)
+            if not isinstance(y, Tensor):  # two scalars: the dtype ``Tensor([x, y])`` has
+                d = (_scalar_default_dtype(x) if isinstance(x, np.generic) or
+                     isinstance(y, np.generic) else _infer_dtype(_to_numpy([x, y], None)))
+                x = Tensor.full((), x, d, self.device)
             else:
                 y, x = y._operands(x)
         x, y = x._operands(y)
@@ -690,10 +692,12 @@ class Tensor:
         return self._unary(Ops.TANH)
 
     def exp2(self) -> Tensor:
-        return (self._float() * math.log(2)).exp()
+        """2 ** x, numpy's exp2 (exact at integers)."""
+        return self._unary(Ops.EXP2)
 
     def log2(self) -> Tensor:
-        return self.log() * (1 / math.log(2))
+        """numpy's log2 (exact at powers of two)."""
+        return self._unary(Ops.LOG2)
 
     def trunc(self) -> Tensor:
         return self._alu(Ops.TRUNC) if self.dtype.is_float else self
@@ -732,11 +736,21 @@ class Tensor:
         return self * self.sigmoid()
 
     def square(self) -> Tensor:
-        return self * self
+        """x * x; a bool tensor squares to int8, as numpy's."""
+        x = self.cast(dtypes.int8) if self.dtype is dtypes.bool else self
+        return x * x
 
     def clip(self, min_=None, max_=None) -> Tensor:
         if min_ is None and max_ is None:
             raise ValueError("clip needs at least one of min_ and max_")
+        if self.dtype.is_int and self.dtype is not dtypes.bool:
+            # as numpy: an int bound past the dtype's range on the side that clips nothing is
+            # that end of the range (the other side stays an error)
+            info = np.iinfo(self.dtype.np)
+            if type(min_) is int and min_ < info.min:
+                min_ = int(info.min)
+            if type(max_) is int and max_ > info.max:
+                max_ = int(info.max)
         x = self
         if min_ is not None:
             x = x.maximum(min_)
@@ -812,11 +826,19 @@ class Tensor:
         return dtypes.uint64 if self.dtype.is_unsigned else self.dtype
 
     def sum(self, axis=None, keepdim: bool = False, dtype=None) -> Tensor:
-        """Sum; bool and integer tensors accumulate in (u)int64 as numpy does."""
-        return self.cast(dtype or self._acc_dtype())._reduce(Ops.ADD, axis, keepdim)
+        """Sum; bool and integer tensors accumulate in (u)int64 as numpy does, 16-bit floats
+        in float32 (numpy's float16 sums stall at 2048 along some memory layouts and not
+        others: here the layout a kernel sees never changes a value)."""
+        return self._accumulate(Ops.ADD, axis, keepdim, dtype)
 
     def prod(self, axis=None, keepdim: bool = False, dtype=None) -> Tensor:
-        return self.cast(dtype or self._acc_dtype())._reduce(Ops.MUL, axis, keepdim)
+        """Product; accumulates as `sum` does."""
+        return self._accumulate(Ops.MUL, axis, keepdim, dtype)
+
+    def _accumulate(self, op: Ops, axis, keepdim: bool, dtype) -> Tensor:
+        if dtype is None and self.dtype.is_float and self.dtype.itemsize == 2:
+            return self.cast(dtypes.float32)._reduce(op, axis, keepdim).cast(self.dtype)
+        return self.cast(dtype or self._acc_dtype())._reduce(op, axis, keepdim)
 
     def max(self, axis=None, keepdim: bool = False) -> Tensor:
         return self._reduce(Ops.MAX, axis, keepdim)
@@ -855,7 +877,7 @@ class Tensor:
         x = self._float()
         if isinstance(n, Tensor):
             return x.sum(axis, keepdim) / n.cast(x.dtype)
-        return x.sum(axis, keepdim) * (1 / n if n else float("nan"))
+        return x.sum(axis, keepdim) / n  # a division, as numpy's (not a product with 1/n)
 
     @_half_in_float32
     def var(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor:
@@ -869,7 +891,7 @@ class Tensor:
             return (d * d).sum(axis, keepdim) / div.cast(x.dtype)
         if div <= 0:  # numpy (ddof >= n): a division by zero, inf (or nan where all are equal)
             return (d * d).sum(axis, keepdim) / 0.0
-        return (d * d).sum(axis, keepdim) * (1 / div)
+        return (d * d).sum(axis, keepdim) / div
 
     def std(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor:
         return self.var(axis, keepdim, correction).sqrt()
@@ -1534,15 +1556,26 @@ def _le(a, b) -> bool:
 
 def _pad_arg(padding, ndim: int) -> tuple[tuple[int, int], ...]:
     padding = tuple(padding)
-    if padding and all(isinstance(p, (int, np.integer)) for p in padding):
+    if padding and all(isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_))
+                       for p in padding):
         if len(padding) % 2 or len(padding) // 2 > ndim:
             raise ShapeError(f"flat padding {padding} needs pairs for at most {ndim} axes")
         pairs = [(int(padding[i]), int(padding[i + 1])) for i in range(0, len(padding), 2)]
         return tuple([(0, 0)] * (ndim - len(pairs)) + pairs[::-1])
+    if padding and all(isinstance(p, (int, float, np.number, np.bool_)) for p in padding):
+        raise TypeError(f"pad widths must be ints, got {padding}")  # a flat list, not all ints
     if len(padding) != ndim:
         raise ShapeError(f"pad needs {ndim} (before, after) pairs, got {len(padding)}")
     _check_pairs("pad", padding)
-    return tuple((0, 0) if p is None else (int(p[0]), int(p[1])) for p in padding)
+    return tuple((0, 0) if p is None else (_width(p[0], padding), _width(p[1], padding))
+                 for p in padding)
+
+
+def _width(w, what) -> int:
+    """A pad width: an int (numpy's ints too; a float or bool is a TypeError, as np.pad's)."""
+    if isinstance(w, (int, np.integer)) and not isinstance(w, (bool, np.bool_)):
+        return int(w)
+    raise TypeError(f"pad widths must be ints, got {w!r} in {what}")
 
 
 def _check_pairs(what: str, pairs: tuple) -> None:
@@ -1572,13 +1605,15 @@ def _pair(x) -> tuple[int, int]:
 
 
 def _conv_padding(padding) -> tuple[tuple[int, int], tuple[int, int]]:
-    if isinstance(padding, (int, np.integer)):
+    if isinstance(padding, (int, np.integer)) and not isinstance(padding, (bool, np.bool_)):
         return ((int(padding),) * 2,) * 2
-    p = tuple(padding)
+    if not isinstance(padding, (tuple, list)):
+        raise TypeError(f"conv padding must be an int, 2 or 4 ints, got {padding!r}")
+    p = tuple(_width(w, padding) for w in padding)
     if len(p) == 2:
-        return ((int(p[0]),) * 2, (int(p[1]),) * 2)
+        return ((p[0],) * 2, (p[1],) * 2)
     if len(p) == 4:  # PyTorch order: left, right, top, bottom
-        return ((int(p[2]), int(p[3])), (int(p[0]), int(p[1])))
+        return ((p[2], p[3]), (p[0], p[1]))
     raise ShapeError(f"conv padding must be an int, 2 or 4 ints, got {padding}")
 
 

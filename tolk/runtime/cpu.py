@@ -35,6 +35,7 @@ _UNARY = {
     Ops.NEG: "np.negative", Ops.EXP: "np.exp", Ops.LOG: "np.log", Ops.SQRT: "np.sqrt",
     Ops.RECIPROCAL: "np.reciprocal", Ops.SIN: "np.sin", Ops.COS: "np.cos", Ops.TANH: "np.tanh",
     Ops.ABS: "np.abs", Ops.SIGN: "np.sign", Ops.NOT: "np.logical_not", Ops.TRUNC: "np.trunc",
+    Ops.EXP2: "np.exp2", Ops.LOG2: "np.log2",
 }
 _BINARY = {
     Ops.ADD: "np.add", Ops.SUB: "np.subtract", Ops.MUL: "np.multiply", Ops.DIV: "np.true_divide",

@@ -170,6 +170,9 @@ class Ops(int, metaclass=_OpsType):
     # a constant's device (the only source a CONST may have)
     DEVICE = auto()
     NOOP = auto()
+    # unary, added later (numbered after the rest: earlier numbers stay as they were)
+    EXP2 = auto()
+    LOG2 = auto()
 
     name: str  # in the member's own __dict__ (an int subclass takes no slots)
 
@@ -194,7 +197,7 @@ class GroupOp:
 
     Unary = frozenset(
         {Ops.NEG, Ops.EXP, Ops.LOG, Ops.SQRT, Ops.RECIPROCAL, Ops.SIN, Ops.COS, Ops.TANH,
-         Ops.ABS, Ops.SIGN, Ops.NOT, Ops.TRUNC}
+         Ops.ABS, Ops.SIGN, Ops.NOT, Ops.TRUNC, Ops.EXP2, Ops.LOG2}
     )
     Binary = frozenset(
         {Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.IDIV, Ops.MOD, Ops.POW, Ops.MAX, Ops.MIN,
