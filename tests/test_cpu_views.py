@@ -192,3 +192,50 @@ def test_a_window_chain_too_large_to_check_runs_op_by_op(monkeypatch):
     got = Tensor(x).conv2d(Tensor(w), stride=2).numpy()
     win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))[:, :, ::2, ::2]
     np.testing.assert_allclose(got, np.einsum("nchwij,ocij->nohw", win, w), rtol=1e-4, atol=1e-4)
+
+
+def test_a_contraction_that_meets_inf_or_nan_gives_the_product_then_the_sum(count_contractions):
+    a = np.array([[np.inf, 1e38], [1, 1]], np.float32)
+    b = np.array([[1, 1], [-10, 1]], np.float32)
+    x, y = Tensor(a).reshape(2, 2, 1), Tensor(b).reshape(1, 2, 2)
+    with np.errstate(all="ignore"):
+        want = (a[:, :, None] * b[None]).sum(1)  # inf - inf: nan (matmul's fused adds: inf)
+    np.testing.assert_array_equal((x * y).sum(1).numpy(), want)
+    np.testing.assert_array_equal((x * y).realize().sum(1).numpy(), want)
+    assert len(count_contractions) == 1  # the first ran as a contraction, then as written
+
+
+def test_16_bit_products_are_rounded_and_matmul_runs_in_float32(count_contractions):
+    c, d = np.array([300, -300], np.float16), np.array([300, 300], np.float16)
+    with np.errstate(all="ignore"):
+        want = (c * d).sum()  # each product overflows float16: inf - inf
+    assert np.isnan(want) and np.isnan((Tensor(c) * Tensor(d)).sum().item())
+    assert not count_contractions
+    rng = np.random.default_rng(2)
+    a, b = rng.random((4, 8)).astype(np.float16), rng.random((8, 3)).astype(np.float16)
+    got = Tensor(a) @ Tensor(b)
+    assert got.dtype.np == np.float16 and len(count_contractions) == 0
+    np.testing.assert_array_equal(got.numpy(), (a @ b))  # numpy's: float32 inside, rounded once
+    assert len(count_contractions) == 1
+
+
+def test_a_product_broadcast_in_both_operands_along_a_kept_axis_is_summed():
+    x = Tensor(np.array([[1.0, 2.0, 3.0]], np.float32))
+    w = Tensor(np.ones(3, np.float32))
+    assert (x.expand(4, 3) * w).sum(1).numpy().tolist() == [6, 6, 6, 6]
+    assert (x.expand(4, 3) * w.reshape(1, 3)).sum(0).numpy().tolist() == [4, 8, 12]
+
+
+def test_sums_of_pads_keep_the_order_and_rounding_of_the_adds_as_written():
+    def bf(v):
+        return Tensor(np.array(v, np.float32), dtype="bfloat16")
+
+    x, y, z, w = bf([1.0, 1.0]), bf([2.0**-8, 0.0]), bf([2.0**-8]), bf([0.0])
+    assert (x + y + z.cat(w)).numpy().tolist() == [1, 1]  # each add rounded to bfloat16
+    p = Tensor(np.array([1e8], np.float32)) * 1
+    q = Tensor(np.array([-1e8], np.float32)) * 1
+    t = Tensor(np.array([1.0, 0.0], np.float32))
+    assert (p.pad(((0, 1),)) + t + q.pad(((0, 1),))).numpy().tolist() == [0, 0]  # (1e8 + 1) - 1e8
+    a, b = np.arange(4, dtype=np.float32), np.arange(3, dtype=np.float32)
+    want = np.concatenate([a * 2, b + 1, a])
+    assert Tensor.cat(Tensor(a) * 2, Tensor(b) + 1, Tensor(a)).numpy().tolist() == want.tolist()

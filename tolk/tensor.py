@@ -1260,8 +1260,13 @@ class Tensor:
         return self.matmul(w)
 
     def matmul(self, w: Tensor) -> Tensor:
-        """numpy matmul semantics: 1-D operands are promoted and squeezed; batches broadcast."""
+        """numpy matmul semantics: 1-D operands are promoted and squeezed; batches broadcast.
+        16-bit floats are multiplied and summed in float32 and rounded once (as numpy's
+        float16 matmul)."""
         _all_tensors("matmul", (self, w))
+        want = least_upper_dtype(self.dtype, w.dtype)
+        if want.is_float and want.itemsize == 2:
+            return self.cast(dtypes.float32).matmul(w.cast(dtypes.float32)).cast(want)
         if self.ndim == 0 or w.ndim == 0:
             raise ShapeError(f"matmul needs at least 1-D operands, got {self.shape} and {w.shape}")
         x = self.unsqueeze(0) if self.ndim == 1 else self
@@ -1385,7 +1390,8 @@ class Tensor:
         The windows of the padded input are one view (N, Cin, KH, OH, KW, OW); the convolution
         is one contraction of it with the weight over (Cin/groups, KH, KW), which the CPU
         backend runs as one matrix product per group. Integer operands give their promoted
-        dtype, as `matmul` does (the sum runs in 64 bits)."""
+        dtype, as `matmul` does (the sum runs in 64 bits); 16-bit floats run in float32 and are
+        rounded once, as in `matmul`."""
         if self.ndim != 4 or weight.ndim != 4:
             raise ShapeError(f"conv2d needs 4-D input and weight, "
                              f"got {self.shape} and {weight.shape}")
@@ -1394,6 +1400,11 @@ class Tensor:
         if cin != cin_g * groups or cout % groups:
             raise ShapeError(f"conv2d: input channels {cin} != {cin_g}*groups({groups}) or "
                              f"output channels {cout} not divisible by groups")
+        want = least_upper_dtype(self.dtype, weight.dtype)
+        if want.is_float and want.itemsize == 2:  # as matmul: in float32, rounded once
+            out = self.cast(dtypes.float32).conv2d(weight.cast(dtypes.float32), None, groups,
+                                                   stride, dilation, padding).cast(want)
+            return out + bias.reshape(1, cout, 1, 1) if bias is not None else out
         pads = _conv_padding(padding)
         x = self._pad(((0, 0), (0, 0), pads[0], pads[1]))
         (sh, sw), (dh, dw) = _pair(stride), _pair(dilation)

@@ -7,8 +7,11 @@ A kernel AST is ``SINK(STORE(target, value), ...)`` where:
   view, where op by op numpy would copy at the reshape;
 - a STORE target is a chain of view ops over ``PARAM i`` that must stay a view of the buffer;
 - ALU ops, CAST, BITCAST and REDUCE_AXIS ``(op, axes)`` (keeping reduced axes as size 1).
-A sum of a product, ``REDUCE_AXIS(ADD, MUL(a, b))``, runs as one ``np.einsum`` on the
-un-broadcast operands (BLAS for matmul and convolution), never materialising the product.
+A sum of a product, ``REDUCE_AXIS(ADD, MUL(a, b))``, runs as one matrix product on the
+un-broadcast operands (BLAS for matmul and convolution), never materialising the product: its
+values are those of the product summed in another order (a few ulps apart, as numpy's own
+matmul is from its elementwise sum); where it meets inf or nan the product and sum run as
+written (an overflowing product gives what numpy gives). Not for 16-bit floats.
 bfloat16 values are computed in float32 and rounded to bfloat16 after every op (`bf16_round`),
 so a value never depends on what was fused with it.
 """
@@ -57,15 +60,21 @@ def _contraction_operands(node: UOp, users: dict[UOp, int]):
     if node.arg[0] is not Ops.ADD or node.src[0].op is not Ops.MUL:
         return None
     mul = node.src[0]
-    if not node.dtype.is_float or node.dtype is dtypes.bfloat16 or users.get(mul, 0) > 1:
+    # not for 16-bit floats: matmul would not round each product to 16 bits (Tensor.matmul
+    # computes 16-bit operands in float32 itself)
+    if not node.dtype.is_float or node.dtype.itemsize == 2 or users.get(mul, 0) > 1:
         return None
     if mul.src[0] is mul.src[1]:  # x * x: one node cannot be two einsum operands here
         return None
     ops = tuple(x.src[0] if x.op is Ops.EXPAND and users.get(x, 0) == 1 else x for x in mul.src)
     full = shape_of(mul)
-    for ax in node.arg[1]:  # a summed axis broadcast in an operand: einsum would factor it
-        if any(shape_of(o)[ax] == 1 and full[ax] != 1 for o in ops):  # out of the sum
-            return None  # (sum(x) * c is not sum(x * c) for inf, nan and overflow)
+    for ax in range(len(full)):
+        broadcast = [shape_of(o)[ax] == 1 and full[ax] != 1 for o in ops]
+        if ax in node.arg[1] and any(broadcast):  # a summed axis broadcast in an operand:
+            return None  # einsum would factor it out of the sum (sum(x) * c is not
+            # sum(x * c) for inf, nan and overflow)
+        if all(broadcast):  # a kept axis neither operand has: no einsum label for it
+            return None
     return ops
 
 
@@ -129,7 +138,7 @@ class _Codegen:
             if n.op is Ops.ADD and n not in self.skip and n not in walked:
                 inner, leaves = self._add_tree(n)
                 walked.update(inner)
-                if sum(1 for x in leaves if x.op is Ops.PAD and self.users.get(x, 0) == 1) >= 2:
+                if self._padsum_exact(n, leaves):
                     self.padsums[n] = leaves
                     self.skip.update(inner)
                     self.skip.update(x for x in leaves
@@ -175,6 +184,20 @@ class _Codegen:
             else:
                 leaves.append(x)
         return inner, leaves
+
+    def _padsum_exact(self, n: UOp, leaves: list[UOp]) -> bool:
+        """Whether the sum `n` of `leaves` (two or more single-use PADs among them) gives the
+        same values added region by region, the PADs' sources first: always for integers;
+        for floats when no element sees its order change (each element meets one source of
+        disjoint PADs, and at most one other leaf before it; overlapping PADs come first);
+        never for bfloat16, rounded after every add."""
+        pads = [i for i, x in enumerate(leaves) if x.op is Ops.PAD and self.users.get(x, 0) == 1]
+        if len(pads) < 2 or n.dtype is dtypes.bfloat16:
+            return False
+        if not n.dtype.is_float:
+            return True
+        before = pads[-1] + 1 - len(pads)  # other leaves added before the last PAD
+        return before == 0 or before == 1 and _disjoint([leaves[i] for i in pads])
 
     def padsum(self, n: UOp) -> None:
         name = f"v{len(self.names)}"
@@ -299,7 +322,13 @@ class _Codegen:
                 for o, sq in zip(ops, squeezes)
             )
             keep = tuple(1 if i in axes else d for i, d in enumerate(full))
-            return f"np.reshape(contract({spec!r}, {args}), {shape_code(keep)})"
+            # a product that overflows, or an inf or nan among the operands: the exact
+            # product-then-sum (BLAS fuses multiplies and adds and orders the sum its own way)
+            a, b = (f"np.reshape({self.names[o]}, {shape_code(shape_of(o))})" for o in ops)
+            exact = (f"np.add.reduce(np.multiply({a}, {b}), axis={tuple(axes)}, keepdims=True, "
+                     f"dtype={self.const(cdt)})")
+            return (f"finite_or(np.reshape(contract({spec!r}, {args}), {shape_code(keep)}), "
+                    f"lambda: {exact})")
         return (f"{_REDUCE[rop]}.reduce({x}, axis={tuple(axes)}, keepdims=True, "
                 f"dtype={self.const(cdt)})")
 
@@ -557,14 +586,19 @@ def contract(spec: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.transpose(r.reshape([size[c] for c in mid]), po)
 
 
+def finite_or(r: np.ndarray, exact: Callable[[], np.ndarray]) -> np.ndarray:
+    """`r` when all of it is finite, else ``exact()`` (where a contraction met inf or nan)."""
+    return r if np.isfinite(r).all() else exact()
+
+
 def bf16_round(x) -> np.ndarray:
     """`x` rounded to the nearest bfloat16 (to even), as float32, keeping its shape."""
     a = np.asarray(x, dtype=np.float32)
     return bf16_to_f32(f32_to_bf16(a).reshape(a.shape))
 
 
-_GLOBALS = {"contract": contract, "np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
-            "bf16_round": bf16_round,
+_GLOBALS = {"contract": contract, "finite_or": finite_or, "np": np, "bf16_to_f32": bf16_to_f32,
+            "f32_to_bf16": f32_to_bf16, "bf16_round": bf16_round,
             "view_reshape": view_reshape, "reshape_prefix": reshape_prefix,
             "store_indexed": store_indexed, "strided_view": strided_view}
 
