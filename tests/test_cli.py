@@ -122,5 +122,11 @@ def test_schedule_command_runs_a_script_as_python_would(tmp_path, capsys):
 
 
 def test_demo_refuses_an_html_path_it_cannot_write_before_running(tmp_path, capsys):
-    assert main(["demo", "--html", str(tmp_path / "missing" / "x.html")]) == 2
-    assert "cannot write --html" in capsys.readouterr().err
+    dangling = tmp_path / "dangling.html"
+    dangling.symlink_to(tmp_path / "missing" / "target.html")
+    for path in (tmp_path / "missing" / "x.html", tmp_path / ("a" * 300 + ".html"), dangling,
+                 tmp_path):
+        assert main(["demo", "--html", str(path)]) == 2  # before the run: no report printed
+        out, err = capsys.readouterr()
+        assert "cannot write --html" in err and len(err.splitlines()) == 1 and not out
+    assert dangling.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == [dangling.name]

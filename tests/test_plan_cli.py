@@ -114,6 +114,11 @@ def test_zero_size_buffers_and_blank_lines_are_accepted(tmp_path, capsys):
         ("id,lower,upper,size\na,0,3,8\nb,0,3,8\na,1,2,8\n", 4),
         ("id,lower,upper,size\na,0,3,8,9\n", 2),
         ("id,lower,upper,size\n,0,3,8\n", 2),
+        ("id,lower,upper,size,size\na,0,3,8,9\n", 1),
+        ("id,id,lower,upper,size\na,b,0,3,8\n", 1),
+        ("id,lower,upper,size\na,0,3," + "9" * 5000 + "\n", 2),
+        ("id,lower,upper,size\na,0,1" + "0" * 400 + ",8\n", 2),
+        ("id,lower,upper,size\na,0,3,9223372036854775808\n", 2),
     ],
     ids=[
         "empty file",
@@ -128,6 +133,11 @@ def test_zero_size_buffers_and_blank_lines_are_accepted(tmp_path, capsys):
         "duplicate id",
         "extra field",
         "empty id",
+        "duplicate column",
+        "duplicate id column",
+        "a 5000-digit size",
+        "a 401-digit upper",
+        "size 2**63",
     ],
 )
 def test_malformed_input_is_a_one_line_error_naming_the_line(tmp_path, capsys, text, line):
@@ -187,6 +197,21 @@ def test_validate_checks_alignment_and_capacity(tmp_path, capsys):
     assert main(["plan", src, "--validate", sol]) == EXIT_OK
     assert main(["plan", src, "--validate", sol, "--alignment", "64"]) == EXIT_INVALID
     assert main(["plan", src, "--validate", sol, "--capacity", "150"]) == EXIT_INVALID
+
+
+def test_validate_counts_no_bytes_for_a_buffer_of_size_0(tmp_path, capsys):
+    src = write(tmp_path, "in.csv", "id,lower,upper,size\na,0,2,0\nb,1,3,20\n")
+    sol = write(tmp_path, "s.csv", "id,lower,upper,size,offset\na,0,2,0,1000001\nb,1,3,20,0\n")
+    assert main(["plan", src, "--validate", sol, "--capacity", "100"]) == EXIT_OK
+    assert "arena=20 " in capsys.readouterr().err
+
+
+def test_svg_of_ids_with_characters_xml_cannot_hold_is_well_formed(tmp_path, capsys):
+    src = write(tmp_path, "in.csv", "id,lower,upper,size\na\x01b,0,2,10\nc\x1f<&,1,3,10\n")
+    svg = tmp_path / "p.svg"
+    assert main(["plan", src, "--svg", str(svg)]) == EXIT_OK
+    text = ET.parse(svg).getroot().itertext()
+    assert any("a\ufffdb" in t for t in text)
 
 
 def test_a_solution_without_offsets_is_malformed(tmp_path, capsys):

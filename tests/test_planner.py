@@ -422,6 +422,11 @@ def test_the_skyline_lists_share_one_object_per_value(monkeypatch):
     (lambda: floor_bytes([-5], [0], [1]), "negative size"),
     (lambda: floor_bytes([5], [3], [1]), "after last call"),
     (lambda: floor_bytes([5], [0], [1], alignment=0), "at least 1"),
+    (lambda: assign_offsets([1], [0], [10**309], alignment=1), "below 2\\*\\*63"),
+    (lambda: assign_offsets([10**309], [0], [1]), "size 2\\*\\*1026\\+"),
+    (lambda: floor_bytes([1], [-(2**63) - 1], [0]), "below 2\\*\\*63"),
+    (lambda: find_overlaps([8, 8], [0, 0], [0, 0], [0, 0], limit=0), "at least 1 pair"),
+    (lambda: find_overlaps([8, 8], [0, 0], [0, 0], [0, 0], limit=-1), "at least 1 pair"),
 ])
 def test_floor_and_overlap_checks_refuse_what_assign_offsets_refuses(bad, error):
     with pytest.raises(ScheduleError, match=error):
@@ -436,3 +441,7 @@ def test_numpy_int_inputs_are_python_ints_in_every_planner_function():
     assert plan.arena == 2**41 and all(type(o) is int for o in plan.offsets)
     with pytest.raises(TypeError, match="alignment must be an int"):
         assign_offsets([5], [0], [0], alignment=2.5)
+    with pytest.raises(TypeError, match="bool"):
+        assign_offsets([True], [0], [0])
+    with pytest.raises(TypeError, match="bool"):
+        floor_bytes([4], [np.bool_(False)], [0])

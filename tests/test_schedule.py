@@ -993,6 +993,16 @@ def test_buffers_inside_a_join_argument_of_the_big_call_are_held():
     (lambda: create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (
         UOp.sink(write(param(0), "k")), buf(2),
         UOp(Ops.BIND, dtypes.int32, (var("n"),)))), identity_pass), "BIND must bind"),
+    (lambda: create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (
+        UOp.sink(write(param(0), "k")), buf(2), bind(var("n", 0, 10), 30))), identity_pass),
+     "'n' is bound to 30, outside its range \\[0, 10\\]"),
+    (lambda: create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (
+        UOp.sink(write(param(0), "k")), buf(2),
+        UOp(Ops.BIND, dtypes.int32, (UOp(Ops.DEFINE_VAR, dtypes.int32, (), "n"),
+                                     UOp.const(dtypes.int32, 3))))), identity_pass),
+     "DEFINE_VAR's arg is \\(name, min, max\\)"),
+    (lambda: create_schedule(UOp.sink(after(buf(1), UOp(Ops.CALL, dtypes.void, ())))),
+     "has no AST"),
 ])
 def test_malformed_schedules_raise_schedule_errors_that_name_the_node(bad, words):
     with pytest.raises(ScheduleError, match=words):
@@ -1012,6 +1022,13 @@ def test_deeply_nested_joins_plan_and_resolve_without_recursion():
     body = UOp.sink(after(param(0), kernel("k", param(0), j)))
     got, _ = create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (body, buf(5))), identity_pass)
     assert len(got.src) == 1
+
+
+@pytest.mark.parametrize("fn", [lower_sink_to_linear, create_linear_with_vars])
+@pytest.mark.parametrize("bad", [None, 3, "SINK"])
+def test_the_pipeline_refuses_what_is_no_uop_with_a_type_error(fn, bad):
+    with pytest.raises(TypeError, match=type(bad).__name__):
+        fn(bad)
 
 
 @pytest.mark.parametrize("bad", [None, UOp.sink(), UOp.const(F32, 1.0)])

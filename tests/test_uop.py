@@ -148,10 +148,17 @@ def test_replace_rejects_unknown_fields():
         UOp.const(F32, 1.0).replace(shape=(1,))
 
 
-def test_unhashable_or_foreign_args_are_refused_by_key():
-    node = UOp(Ops.CONST, F32, (), frozenset({1}))
-    with pytest.raises(TypeError, match="frozenset"):
-        _ = node.key
+def test_foreign_args_and_sources_and_ops_are_refused_when_the_node_is_made():
+    for arg in (frozenset({1}), object(), (1, [2]), 1.5j):
+        with pytest.raises(TypeError, match="arg"):
+            UOp(Ops.CONST, F32, (), arg)
+    with pytest.raises(TypeError, match="sources must be UOps, got int"):
+        UOp(Ops.ADD, F32, (1, 2))
+    with pytest.raises(TypeError, match="Ops member and a DType"):
+        UOp("ADD", "float32", ())
+    with pytest.raises(TypeError, match="Ops member and a DType"):
+        UOp(Ops.ADD, "float32", ())
+    assert UOp(Ops.NOOP, dtypes.void, (), KernelInfo("k")).key  # a registered named tuple
 
 
 def test_key_differs_when_any_field_differs():
@@ -371,6 +378,22 @@ def test_args_that_python_calls_equal_stay_distinct_nodes():
     for x, y in pairs:
         assert UOp(Ops.NOOP, dtypes.void, (), x) is not UOp(Ops.NOOP, dtypes.void, (), y), (x, y)
     assert UOp.const(F32, float("nan")).arg != UOp.const(F32, float("nan")).arg
+
+
+def test_two_nans_with_the_same_bits_are_one_node_and_one_program():
+    import numpy as np
+
+    from tolk import Tensor
+    from tolk.schedule import schedule_cache_clear, schedule_cache_info
+
+    assert UOp.const(F32, float("nan")) is UOp.const(F32, float("nan"))
+    assert UOp(Ops.NOOP, dtypes.void, (), (1, float("nan"))) is \
+        UOp(Ops.NOOP, dtypes.void, (), (1, float("nan")))
+    x = Tensor(np.ones(4, dtype=np.float32)).realize()
+    schedule_cache_clear()
+    for _ in range(3):
+        assert np.isnan((x + float("nan")).numpy()).all()
+    assert schedule_cache_info().hits == 2
 
 
 # --- scratch passes ---------------------------------------------------------------------------

@@ -148,12 +148,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     if args.html:  # a path that cannot be written fails now, not after the whole run
-        folder = os.path.dirname(os.path.abspath(args.html))
-        if os.path.isdir(args.html) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-            print(f"tolk demo: cannot write --html {args.html!r}: no such writable folder",
+        existed = os.path.lexists(args.html)
+        try:
+            with open(args.html, "a"):  # opened as the report will be (not emptied here)
+                pass
+        except OSError as e:
+            print(f"tolk demo: cannot write --html {args.html!r}: {e.strerror or e}",
                   file=sys.stderr)
             return 2
-    res = run_demo(args.model, args.size, args.html, args.json)
+        if not existed:
+            os.remove(args.html)
+    try:
+        res = run_demo(args.model, args.size, args.html, args.json)
+    except OSError as e:  # the report, if the path went away meanwhile
+        print(f"tolk demo: cannot write --html {args.html!r}: {e.strerror or e}", file=sys.stderr)
+        return 2
     return 0 if res["max_abs_error"] < 1e-2 else 1
 
 

@@ -91,8 +91,13 @@ def run(args: argparse.Namespace) -> int:
         return _validate(bufs, solution, args)
     from tolk.schedule.planner import assign_offsets, floor_bytes
 
+    from tolk.errors import ScheduleError
+
     start = time.perf_counter()
-    plan = assign_offsets(bufs.sizes, bufs.lowers, bufs.lasts, alignment=args.alignment)
+    try:
+        plan = assign_offsets(bufs.sizes, bufs.lowers, bufs.lasts, alignment=args.alignment)
+    except ScheduleError as e:  # what the planner refuses that the reader let through
+        return _fail(f"{args.file}: {e}", EXIT_MALFORMED)
     elapsed = time.perf_counter() - start
     floor = floor_bytes(bufs.sizes, bufs.lowers, bufs.lasts, alignment=args.alignment)
     _summary(len(bufs.ids), floor, plan.arena, elapsed)
@@ -130,6 +135,9 @@ def read_lifetimes(path: str, with_offsets: bool = False) -> Lifetimes:
             f"{path}:{rows[0][0]}: missing header column(s) {','.join(missing)}: "
             f"expected a header with {','.join(names)}, got {','.join(rows[0][1])}"
         )
+    twice = sorted({c for c in names if header.count(c) > 1})
+    if twice:
+        raise InputError(f"{path}:{rows[0][0]}: duplicate header column(s) {','.join(twice)}")
     col = {c: header.index(c) for c in names}
     out: dict[str, list] = {c: [] for c in names}
     seen: dict[str, int] = {}
@@ -152,7 +160,11 @@ def read_lifetimes(path: str, with_offsets: bool = False) -> Lifetimes:
 def _integer(path: str, line: int, column: str, text: str) -> int:
     if not _INT.fullmatch(text):
         raise InputError(f"{path}:{line}: {column} must be an integer, got {text!r}")
-    return int(text)
+    digits = text.strip().lstrip("+-").lstrip("0")
+    if len(digits) > 19 or abs(value := int(text)) >= 1 << 63:
+        raise InputError(f"{path}:{line}: {column} must be below 2**63 in magnitude, got "
+                         f"{len(digits)} digits")
+    return value
 
 
 def _check_row(
@@ -177,10 +189,10 @@ def _validate(bufs: Lifetimes, sol: Lifetimes, args: argparse.Namespace) -> int:
     at = dict(zip(sol.ids, sol.offsets or []))
     offsets = [at.get(i, 0) for i in bufs.ids]
     if not problems:
-        problems += [
+        problems += [  # a buffer of size 0 takes no bytes: its offset is not checked
             f"buffer {i!r}: offset {at[i]} is not a multiple of {args.alignment}"
-            for i in bufs.ids
-            if at[i] % args.alignment
+            for i, s in zip(bufs.ids, bufs.sizes)
+            if s and at[i] % args.alignment
         ][:20]
         for a, b in find_overlaps(bufs.sizes, bufs.lowers, bufs.lasts, offsets, limit=20):
             problems.append(
@@ -188,7 +200,8 @@ def _validate(bufs: Lifetimes, sol: Lifetimes, args: argparse.Namespace) -> int:
                 f"{_where(bufs, offsets, a)} and {_where(bufs, offsets, b)}"
             )
     align = args.alignment
-    arena = max((o + -(-s // align) * align for o, s in zip(offsets, bufs.sizes)), default=0)
+    arena = max((o + -(-s // align) * align for o, s in zip(offsets, bufs.sizes) if s),
+                default=0)
     if args.capacity is not None and arena > args.capacity:
         problems.append(f"arena of {arena} bytes exceeds --capacity {args.capacity}")
     floor = floor_bytes(bufs.sizes, bufs.lowers, bufs.lasts, alignment=args.alignment)

@@ -262,6 +262,9 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
             for k in ks:
                 i = k._scratch
                 call = k if k.op is CALL else _kernel_call(k)
+                if not call.src:
+                    raise ScheduleError(f"kernel {call.short()} of {u.short()} has no AST: a "
+                                        f"kernel is CALL(ast, *args)")
                 args: list[UOp] = []  # the call's arguments unwrapped to their storage
                 after: list[UOp] = []  # the AFTERs among the states it reads
                 unwrapped = False  # whether an argument is not its own storage
@@ -480,6 +483,8 @@ def lower_sink_to_linear(
     Cached LINEARs are shared: callers must give their internal buffers fresh slots before
     executing them (`create_linear_with_vars` does).
     """
+    if not isinstance(sink, UOp):
+        raise TypeError(f"lower_sink_to_linear needs a UOp, got {type(sink).__name__}")
     if sink.op is not Ops.SINK or isinstance(sink.arg, KernelInfo):
         return None
     kernel_graph = get_kernel_graph or _default_kernel_graph
@@ -603,12 +608,20 @@ def _collect_var_vals(binds: Iterable[UOp], used: set[str]) -> dict[str, int]:
 
 
 def _bind_name(b: UOp) -> str:
-    """The variable a BIND binds; ScheduleError unless it is ``BIND(DEFINE_VAR, CONST int)``."""
+    """The variable a BIND binds; ScheduleError unless it is ``BIND(DEFINE_VAR, CONST int)``
+    with the value in the variable's range (buffers are sized for its maximum)."""
     if not (len(b.src) == 2 and b.src[0].op is Ops.DEFINE_VAR and b.src[1].op is Ops.CONST
             and type(b.src[1].arg) is int):
         raise ScheduleError(f"a BIND must bind a DEFINE_VAR to an int CONST, got {b.short()} "
                             f"over {[s.op.name for s in b.src]}")
-    return b.src[0].arg[0]
+    var, val = b.src[0].arg, b.src[1].arg
+    if not (type(var) is tuple and len(var) == 3 and type(var[0]) is str
+            and type(var[1]) is int and type(var[2]) is int):
+        raise ScheduleError(f"a DEFINE_VAR's arg is (name, min, max), got {var!r}")
+    if not var[1] <= val <= var[2]:
+        raise ScheduleError(f"variable {var[0]!r} is bound to {val}, outside its range "
+                            f"[{var[1]}, {var[2]}]")
+    return var[0]
 
 
 def create_linear_with_vars(
@@ -631,6 +644,9 @@ def create_linear_with_vars(
     start = time.perf_counter()
     use_cache = bool(SCACHE.value)
     before = _cache_counts[0]
+    if not isinstance(big_sink, UOp):
+        raise TypeError(f"create_linear_with_vars needs a SINK or a CALL, got "
+                        f"{type(big_sink).__name__}")
     if big_sink.op is Ops.CALL and not big_sink.src:
         raise ScheduleError(f"create_linear_with_vars needs CALL(body, *args), got "
                             f"{big_sink.short()}")

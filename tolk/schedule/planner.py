@@ -120,6 +120,9 @@ def find_overlaps(sizes, firsts, lasts, offsets, limit: int = 100) -> list[tuple
     Raises `ScheduleError` for the inputs `assign_offsets` refuses or an offset list of
     another length.
     """
+    if type(limit) is not int or limit < 1:
+        raise ScheduleError(f"find_overlaps needs a limit of at least 1 pair, got {limit!r} "
+                            "(an empty answer must mean a valid plan)")
     sizes, firsts, lasts, offsets = _ints(sizes), _ints(firsts), _ints(lasts), _ints(offsets)
     _check(sizes, firsts, lasts, 1)
     if len(offsets) != len(sizes):
@@ -152,6 +155,9 @@ def find_overlaps(sizes, firsts, lasts, offsets, limit: int = 100) -> list[tuple
     return found
 
 
+_LIMIT = 1 << 63  # sizes and call numbers are below it (64-bit; the scores stay finite)
+
+
 def _alignment(alignment) -> int:
     try:
         return operator.index(alignment)
@@ -160,8 +166,11 @@ def _alignment(alignment) -> int:
 
 
 def _ints(values) -> list[int]:
-    """Python ints (numpy integers are accepted; floats raise TypeError)."""
-    return [operator.index(v) for v in values]
+    """Python ints (numpy integers are accepted; floats and bools raise TypeError)."""
+    out = [operator.index(v) for v in values]
+    if any(v is True or v is False or isinstance(v, np.bool_) for v in values):
+        raise TypeError("sizes, calls and offsets must be ints, got a bool")
+    return out
 
 
 def _check(sizes: list, firsts: list, lasts: list, alignment: int) -> None:
@@ -177,6 +186,12 @@ def _check(sizes: list, firsts: list, lasts: list, alignment: int) -> None:
             raise ScheduleError(f"buffer {i} has negative size {s}")
         if f > l:
             raise ScheduleError(f"buffer {i} has first call {f} after last call {l}")
+        if s >= _LIMIT or not -_LIMIT <= f <= l < _LIMIT:
+            def show(v: int) -> str:
+                sign = "-" if v < 0 else ""
+                return str(v) if abs(v) < _LIMIT else f"{sign}2**{abs(v).bit_length() - 1}+"
+            raise ScheduleError(f"buffer {i}: size {show(s)}, calls {show(f)}..{show(l)}: each "
+                                "must be below 2**63 in magnitude")
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,20 @@ so ten thousand buffers stay a file of about a megabyte.
 from __future__ import annotations
 
 import math
-from xml.sax.saxutils import escape
+import re
+from xml.sax.saxutils import escape as _escape
 
 from tolk.schedule.planner import floor_bytes
+
+# characters XML 1.0 does not allow (C0 controls but tab, newline, return; lone surrogates; two
+# non-characters), shown as U+FFFD so an id holding one still makes a well-formed picture
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def escape(text: str) -> str:
+    """`text` as XML character data: markup escaped, characters XML cannot hold replaced."""
+    return _escape(_NOT_XML.sub("\ufffd", text))
+
 
 WIDTH, HEIGHT = 1200, 640  # the plot area, in pixels
 LEFT, RIGHT, TOP, BOTTOM = 90, 230, 40, 60  # margins: axis labels left and below, line labels right

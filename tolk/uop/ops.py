@@ -409,8 +409,8 @@ def _canon(arg: Any, depth: int = 0) -> Any:
         return arg
     if t is bool:
         return (_BOOL, arg)
-    if t is float:
-        return (_FLOAT, arg, struct.pack("<d", arg))
+    if t is float:  # by its bits alone: a NaN equals no float, not even itself
+        return (_FLOAT, struct.pack("<d", arg))
     if t is tuple:
         if depth >= MAX_ARG_DEPTH and arg:
             raise ValueError(f"a UOp arg nested deeper than {MAX_ARG_DEPTH} levels")
@@ -422,9 +422,10 @@ def _canon(arg: Any, depth: int = 0) -> Any:
         return (_OP, arg.name)
     if t is DType:
         return (_DTYPE, arg)
-    if isinstance(arg, tuple):
+    if isinstance(arg, tuple) and ARG_TYPES.get(t.__name__) is t:
         return (_NAMED, t, _canon(tuple(arg), depth + 1))
-    return (t, arg)
+    raise TypeError(f"a UOp arg holds None, bools, ints, floats, str, bytes, Ops, DTypes, "
+                    f"tuples and registered named tuples (ARG_TYPES), got {t.__name__} {arg!r}")
 
 
 # Whole-graph passes that keep their scratch on the nodes: one at a time (see `scratch_pass`)
@@ -496,6 +497,12 @@ class UOp:
             node = ref()
             if node is not None:
                 return node
+        if type(op) is not Ops or not isinstance(dtype, DType):  # a new node: checked once
+            raise TypeError(f"UOp needs an Ops member and a DType, got {op!r} and {dtype!r}")
+        for s in src:
+            if type(s) is not UOp:
+                raise TypeError(f"UOp {op.name} sources must be UOps, got "
+                                f"{type(s).__name__} {s!r}")
         if type(arg_key) is tuple:  # one object per distinct arg: see _shared_args
             if len(_shared_args) >= _SHARED_ARGS_MAX:
                 _shared_args.clear()
