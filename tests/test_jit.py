@@ -457,3 +457,80 @@ def test_a_closure_written_by_a_kernel_with_a_variable_is_known_as_written():
     assert cache.numpy().tolist() == [1, 2, 3, 4, 0, 0, 0, 0]
     with pytest.raises(JitError, match="closure"):
         step(n.bind(5), cache)  # the input is the closure tensor the plan writes
+
+
+def test_a_parameter_is_one_input_whether_passed_by_position_or_by_keyword():
+    @tolk.jit
+    def f(b, a, *rest, scale=1.0, **extra):
+        return (b - a) * scale + sum(extra.values(), Tensor.zeros(3))
+
+    x, y = Tensor(np.full(3, 10, np.float32)), Tensor(np.full(3, 1, np.float32))
+    z = Tensor(np.full(3, 100, np.float32))
+    for call in (lambda: f(x, y, q=z), lambda: f(b=x, a=y, q=z), lambda: f(x, a=y, q=z),
+                 lambda: f(a=y, q=z, b=x)):
+        assert call().numpy().tolist() == [109] * 3
+
+
+def test_a_sharded_input_must_keep_its_axis_and_shape():
+    devs = ("CPU:1", "CPU:2")
+
+    @tolk.jit
+    def f(m):
+        return m.sum(0)
+
+    a = np.arange(16, dtype=np.float32)
+    for _ in range(3):
+        assert f(Tensor(a.reshape(4, 4)).shard(devs, 0)).numpy().tolist() == \
+            a.reshape(4, 4).sum(0).tolist()
+    with pytest.raises(JitError, match="sharded"):
+        f(Tensor(a.reshape(2, 8)).shard(devs, 1))  # the same shard shapes, another layout
+
+
+def test_host_data_made_inside_and_written_starts_from_that_data_each_replay():
+    @tolk.jit
+    def f(x):
+        t = Tensor(np.ones(4, np.float32))
+        t[0] = x.sum()
+        return t
+
+    @tolk.jit
+    def g(x):
+        t = Tensor(np.ones(3, np.float32))
+        t.assign(t + x)
+        return t.sum()
+
+    for i in range(4):
+        x = Tensor(np.full(3, float(i), np.float32))
+        assert f(x).numpy().tolist() == [3 * i, 1, 1, 1]
+        assert g(x).item() == 3 + 3 * i
+
+
+def test_a_lazy_global_read_by_the_function_keeps_its_value_after_its_source_is_assigned():
+    c = Tensor(np.ones(3, np.float32)).realize()
+    scale = c * 2
+
+    @tolk.jit
+    def f(x):
+        return x + scale
+
+    x = Tensor(np.zeros(3, np.float32))
+    f(x), f(x)
+    c.assign(c + 10).realize()
+    assert f(x).numpy().tolist() == (x + scale).numpy().tolist() == [2, 2, 2]
+
+
+def test_named_tuples_and_dict_subclasses_come_back_as_their_type():
+    import collections
+
+    pair = collections.namedtuple("pair", "a b")
+
+    @tolk.jit
+    def f(x):
+        return pair(x + 1, collections.OrderedDict(z=x * 2, y=x * 3))
+
+    x = Tensor(np.ones(2, np.float32))
+    for _ in range(3):
+        out = f(x)
+        assert type(out) is pair and type(out.b) is collections.OrderedDict
+        assert list(out.b) == ["z", "y"] and out.b["y"].numpy().tolist() == [3, 3]
+        assert out.a.numpy().tolist() == [2, 2]

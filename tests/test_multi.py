@@ -118,3 +118,35 @@ def test_a_sharded_matmul_with_a_batched_weight_moves_the_sharded_axis_and_means
         np.testing.assert_array_equal(got.numpy(), np.full((2, 4), 40000, np.float16).mean(
             None if axis is None else int(axis)))
     np.testing.assert_array_equal(m.max(np.int64(0)).numpy(), np.full(4, 40000, np.float16))
+
+
+def test_the_constructor_checks_its_shards_and_operands_match_shard_by_shard():
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    m1 = MultiTensor([Tensor(a[:1]).to("CPU:1"), Tensor(a[1:]).to("CPU:2")], 0)
+    m2 = MultiTensor([Tensor(a[:3]).to("CPU:1"), Tensor(a[3:]).to("CPU:2")], 0)
+    with pytest.raises(ShapeError, match="shards"):
+        m1 + m2  # one logical shape, split differently
+    with pytest.raises(DeviceError, match="distinct"):
+        MultiTensor([Tensor(a[:2]), Tensor(a[2:])], 0)
+    with pytest.raises(ShapeError, match="agree"):
+        MultiTensor([Tensor(a[:2]).to("CPU:1"), Tensor(a[2:, :2]).to("CPU:2")], 0)
+    with pytest.raises(TypeError, match="Tensors"):
+        MultiTensor([a], 0)
+    assert MultiTensor([Tensor(a[:2]).to("CPU:1"), Tensor(a[2:]).to("CPU:2")], -2).axis == 0
+
+
+def test_bound_variables_and_symbolic_shapes_with_shards():
+    from tolk import Variable
+
+    m = Tensor(np.ones((4, 3), np.float32)).shard(("CPU:1", "CPU:2"), 0)
+    k = Variable("k", 1, 8).bind(2)
+    for r in (m * k, k * m, k + m, k - m, k / m):
+        assert isinstance(r, MultiTensor)
+    assert (k * m).numpy()[0].tolist() == [2, 2, 2] and (k - m).numpy()[0].tolist() == [1, 1, 1]
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    x = Tensor(a)[:, :Variable("n", 1, 6).bind(3)]
+    s = x.shard(("CPU:1", "CPU:2"), 0)
+    np.testing.assert_allclose(s.mean(1).numpy(), a[:, :3].mean(1))
+    np.testing.assert_allclose(s.mean().numpy(), a[:, :3].mean())
+    with pytest.raises(ShapeError, match="symbolic axis"):
+        x.shard(("CPU:1", "CPU:2"), 1)

@@ -24,8 +24,22 @@ class MultiTensor:
     `axis`, in device order, and concatenate to the logical tensor."""
 
     def __init__(self, shards: Sequence[Tensor], axis: int):
-        self.shards = tuple(shards)
-        self.axis = axis
+        shards = tuple(shards)
+        if not shards or not all(isinstance(s, Tensor) for s in shards):
+            raise TypeError(f"MultiTensor needs one or more Tensors as shards, got "
+                            f"{[type(s).__name__ for s in shards]}")
+        ax = _norm_axis(axis, shards[0].ndim)
+        devs = [s.device for s in shards]
+        if len(set(devs)) != len(devs):
+            raise DeviceError(f"MultiTensor shards must be on distinct devices, got {devs}")
+        first = shards[0]
+        for s in shards[1:]:
+            if s.dtype is not first.dtype or s.ndim != first.ndim or any(
+                    a != b for i, (a, b) in enumerate(zip(s.shape, first.shape)) if i != ax):
+                raise ShapeError(f"MultiTensor shards must agree but on axis {ax}: "
+                                 f"{[(t.shape, t.dtype.name) for t in shards]}")
+        self.shards = shards
+        self.axis = ax
 
     @staticmethod
     def from_tensor(t: Tensor, devices: Sequence[str], axis: int = 0) -> MultiTensor:
@@ -38,6 +52,9 @@ class MultiTensor:
             raise ShapeError("shard needs a tensor with at least one axis, got a 0-d one")
         ax = _norm_axis(axis, t.ndim)
         n = t.shape[ax]
+        if not isinstance(n, int):
+            raise ShapeError(f"shard cannot split the symbolic axis {ax} of shape {t.shape}: "
+                             "its size is known only when the schedule runs")
         bounds = np.linspace(0, n, len(devs) + 1).round().astype(int)
         shards = []
         for d, lo, hi in zip(devs, bounds[:-1], bounds[1:]):
@@ -73,8 +90,11 @@ class MultiTensor:
         broadcast against the logical shape."""
         if isinstance(other, MultiTensor):
             if other.devices != self.devices or other.axis != self.axis \
-                    or other.shape != self.shape:
-                raise ShapeError(f"sharded operands differ: {self} and {other}")
+                    or other.shape != self.shape or [s.shape for s in other.shards] != \
+                    [s.shape for s in self.shards]:
+                raise ShapeError(f"sharded operands differ: {self} and {other} (shards "
+                                 f"{[s.shape for s in self.shards]} and "
+                                 f"{[s.shape for s in other.shards]})")
             return list(other.shards)
         if not isinstance(other, Tensor):
             return [other] * len(self.shards)
@@ -161,11 +181,17 @@ class MultiTensor:
 
     @_half_in_float32
     def mean(self, axis=None, keepdim: bool = False):
+        x = self.cast(self.dtype if self.dtype.is_float else "float32")
         axes = self._axes(axis)
-        n = 1
-        for a in axes:
-            n *= self.shape[a]
-        total = self.cast(self.dtype if self.dtype.is_float else "float32").sum(axis, keepdim)
+        # a shard's count over the other axes (a scalar tensor where one is symbolic), times
+        # the whole sharded axis
+        n = self.shards[0]._count(tuple(a for a in axes if a != self.axis))
+        if self.axis in axes:
+            n = n * self.shape[self.axis]
+        total = x.sum(axis, keepdim)
+        if isinstance(n, Tensor):  # a variable's value: a scalar each shard divides by itself
+            n = n.cast(x.dtype)
+            return total._map(lambda a: a / n) if isinstance(total, MultiTensor) else total / n
         return total / n  # a division, as numpy's mean
 
     def matmul(self, w: Tensor):

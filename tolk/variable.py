@@ -96,8 +96,9 @@ class BoundVariable:
 
 
 def _is_tensor(x) -> bool:
-    """Whether `x` is a Tensor: its operators take the variable as a weakly typed int scalar
-    (a float32 tensor and a variable make float32)."""
+    """Whether `x` is a Tensor or a sharded one: its operators take the variable as a weakly
+    typed int scalar (a float32 tensor and a variable make float32)."""
+    from tolk.multi import MultiTensor
     from tolk.tensor import Tensor
 
-    return isinstance(x, Tensor)
+    return isinstance(x, (Tensor, MultiTensor))

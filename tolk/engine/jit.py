@@ -24,7 +24,9 @@ return: a weight update), so each replay makes them again. This thread's assigns
 pending when a capture or a replay starts are run first, and so are another thread's that
 the function reads, so the function always sees the values its tensors hold (a replay reads
 those tensors' buffers directly); an input may not be a tensor from outside the function
-that it writes. A capture that
+that it writes. Lazy tensors the function reads as globals or closure variables are realized
+before the capture, so a replay reads the value they hold (a lazy tensor reached otherwise,
+as an attribute, is computed from what its sources hold at each replay). A capture that
 raises runs what the function had realized before the error, as a plain call would have,
 and the next call captures again. A jitted function called while another one captures (in
 the same thread) runs as plain code: its schedules join the outer capture. With
@@ -34,6 +36,7 @@ the same thread) runs as plain code: its schedules join the outer capture. With
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -43,16 +46,17 @@ from tolk.engine.realize import capturing, run_linear
 from tolk.errors import JitError
 from tolk.helpers import CAPTURING
 from tolk.runtime.cpu import get_kernel
-from tolk.runtime.device import buffer_storage, set_storage, typed_view
+from tolk.runtime.device import buffer_storage, has_storage, set_storage, typed_view
 from tolk.schedule import memory_plan_rewrite
 from tolk.uop.ops import Ops, UOp, fresh_buffer_slot
 
 
-def _flatten(obj: Any, out: list) -> None:
+def _flatten(obj: Any, out: list, kinds: list | None = None) -> None:
     """The tensors (a sharded one's shards) and bound variables in `obj`, through lists,
     tuples and dicts (`_dict_keys`) nested to any depth, in order, without recursion; a
     container met twice is walked each time (as `_rebuild` rebuilds it), one that holds
-    itself is a JitError."""
+    itself is a JitError. `kinds` gets, per sharded tensor, its axis, shape and shard count
+    (and None per tensor or variable): what a replay must be called with again."""
     from tolk.multi import MultiTensor
     from tolk.tensor import Tensor
     from tolk.variable import BoundVariable
@@ -62,8 +66,12 @@ def _flatten(obj: Any, out: list) -> None:
         for o in frames[-1]:
             if isinstance(o, (Tensor, BoundVariable)):
                 out.append(o)
+                if kinds is not None:
+                    kinds.append(None)
             elif isinstance(o, MultiTensor):
                 out.extend(o.shards)
+                if kinds is not None:
+                    kinds.append((o.axis, o.shape, len(o.shards)))
             elif isinstance(o, (list, tuple, dict)):
                 if id(o) in on_path:
                     raise JitError(f"a jitted function's argument or result holds itself "
@@ -168,15 +176,32 @@ class CapturedJit:
         self.fixed: set[UOp] = set()  # the buffers the plan binds itself (closure tensors)
         self.stored: set[UOp] = set()  # the buffers the plan writes
         self.seen_assigns = 0  # `callify.assign_count` when pending assigns were last run
+        self.in_kinds: list = []  # per argument tensor: None, or a sharded one's layout
+        self.initial: dict[UOp, np.ndarray] = {}  # host data made inside, then written
+        try:
+            self.signature: inspect.Signature | None = inspect.signature(fn)
+        except (TypeError, ValueError):  # no signature to bind arguments by
+            self.signature = None
         functools.update_wrapper(self, fn)
 
     def reset(self) -> None:
         """Forget the capture: the next call runs normally, the one after captures again."""
         self.calls, self.plan, self.linear = 0, None, None
 
+    def _arguments(self, args: tuple, kwargs: dict) -> Any:
+        """The call's arguments by parameter, in the signature's order: a parameter passed by
+        keyword in one call and by position in another is the same input."""
+        if self.signature is not None:
+            try:
+                return list(self.signature.bind(*args, **kwargs).arguments.values())
+            except TypeError:  # the call itself will say what is wrong
+                pass
+        return (args, kwargs)
+
     def __call__(self, *args, **kwargs):
         flat: list = []
-        _flatten((args, kwargs), flat)
+        kinds: list = []
+        _flatten(self._arguments(args, kwargs), flat, kinds)
         from tolk.tensor import Tensor
 
         tensors = [x for x in flat if isinstance(x, Tensor)]
@@ -190,7 +215,13 @@ class CapturedJit:
             _realize_outputs(out)
             return out
         if self.calls == 1:
-            return self._capture(tensors, binds, args, kwargs)
+            out = self._capture(tensors, binds, args, kwargs)
+            self.in_kinds = kinds
+            return out
+        if kinds != self.in_kinds:
+            raise JitError(f"jitted function called with inputs sharded as (axis, shape, "
+                           f"shards) {kinds}, captured with {self.in_kinds} (None: a tensor "
+                           f"or variable): sharded inputs must keep their layout")
         return self._replay(tensors, binds)
 
     # -- capture ------------------------------------------------------------------------------
@@ -200,6 +231,7 @@ class CapturedJit:
         from tolk.tensor import Tensor
 
         in_bufs = [_input_buffer(t) for t in tensors]
+        _realize_closure_lazies(self.fn)
         _run_pending()  # what was assigned before the call is not the function's to replay
         first_new = fresh_buffer_slot()  # buffers past it are made during the capture
         self.seen_assigns = assign_count[0]
@@ -228,10 +260,21 @@ class CapturedJit:
         linear = UOp(Ops.LINEAR, src=tuple(cap.calls))
         held = [*in_bufs, *self.out_bufs]
         self.linear = memory_plan_rewrite(linear, held)
+        self.initial = self._initial_contents(first_new)
         run_linear(self.linear, {**cap.var_vals, **{b.name: _var_value(b) for b in binds}})
         self._compile(in_bufs, first_new)
         self.calls = 2
         return out
+
+    def _initial_contents(self, first_new: int) -> dict[UOp, np.ndarray]:
+        """A copy of what each buffer made from host data inside the function (so holding
+        data before the plan runs) holds, where the plan writes it: every replay starts it
+        from there again (``t = Tensor(data); t[0] = x.sum()``)."""
+        from tolk.callify import call_writes
+
+        written = {b for c in self.linear.src for b in call_writes(c)}
+        return {b: buffer_storage(b).copy() for b in written
+                if b.op is Ops.BUFFER and b.arg[0] > first_new and has_storage(b)}
 
     def _compile(self, in_bufs: list[UOp], first_new: int) -> None:
         """Per call: its kernel and, per argument, a fixed view or an input/output index.
@@ -287,6 +330,9 @@ class CapturedJit:
                                f"closure tensor, which it writes: it was captured with another")
         _run_pending()  # the plan reads the buffers of the tensors it did not get as inputs
         self._run_pending_on_closures()
+        for b, data in self.initial.items():  # host data made inside, written by the plan
+            if b in self.fixed:
+                np.copyto(buffer_storage(b), data)
         ins = [typed_view(b) for b in in_bufs]
         new_bufs = []
         for b in self.out_bufs:
@@ -302,7 +348,8 @@ class CapturedJit:
                 new_bufs.append(nb)
                 continue
             nb = UOp.buffer(b.dtype, b.size, b.device)
-            set_storage(nb, np.zeros(nb.nbytes, np.uint8))
+            start = self.initial.get(b)  # host data made inside, then written: from that data
+            set_storage(nb, np.zeros(nb.nbytes, np.uint8) if start is None else start.copy())
             new_bufs.append(nb)
         outs = [typed_view(b) for b in new_bufs]
         var_vals = {b.name: _var_value(b) for b in binds}
@@ -353,6 +400,36 @@ class CapturedJit:
                     (i in self.written_in or is_ in self.written_in):
                 raise JitError(f"jitted function called with inputs {is_} and {i} the same "
                                f"tensor, which it writes: it was captured with different ones")
+
+
+def _realize_closure_lazies(fn: Callable) -> None:
+    """Realize the lazy tensors `fn` reads as globals or closure variables, so the capture
+    reads their buffers: inlined, their graphs would read what their sources hold at each
+    replay, where the tensor keeps the value it had when an assign overwrote a source (one
+    reached another way, an attribute of an object say, is inlined)."""
+    from tolk.multi import MultiTensor
+    from tolk.tensor import Tensor, _lazy
+
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return
+    found = [fn.__globals__[n] for n in code.co_names if n in getattr(fn, "__globals__", {})]
+    found += [c.cell_contents for c in (fn.__closure__ or ()) if _cell_set(c)]
+    ts = []
+    for x in found:
+        for t in (x.shards if isinstance(x, MultiTensor) else (x,)):
+            if isinstance(t, Tensor) and t in _lazy:
+                ts.append(t)
+    if ts:
+        ts[0].realize(*ts[1:])
+
+
+def _cell_set(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # a closure variable not assigned yet
+        return False
+    return True
 
 
 def _base(u: UOp) -> UOp:
@@ -409,6 +486,12 @@ def _rebuild(template, fresh):
         if isinstance(node, dict):
             by_key = dict(zip(_dict_keys(node), done))
             built = {k: by_key[k] for k in node}
+            if type(node) is not dict:  # an OrderedDict, a defaultdict...: a copy of its kind
+                copy = node.copy()
+                copy.update(built)
+                built = copy
+        elif isinstance(node, tuple) and hasattr(type(node), "_fields"):  # a named tuple
+            built = type(node)(*done)
         else:
             built = type(node)(done)
         if not stack:
