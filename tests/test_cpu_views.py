@@ -239,3 +239,37 @@ def test_sums_of_pads_keep_the_order_and_rounding_of_the_adds_as_written():
     a, b = np.arange(4, dtype=np.float32), np.arange(3, dtype=np.float32)
     want = np.concatenate([a * 2, b + 1, a])
     assert Tensor.cat(Tensor(a) * 2, Tensor(b) + 1, Tensor(a)).numpy().tolist() == want.tolist()
+
+
+def test_a_sum_of_pads_grouped_otherwise_than_a_chain_adds_as_written():
+    a, e = np.ones(2, np.float32), np.full(4, 2**-24, np.float32)
+    x, y, z = Tensor(a), Tensor(e), Tensor(e)
+    want = np.concatenate([a, a]) + (e + e)
+    assert ((x * 1).cat(x * 1) + (y + z)).numpy().tolist() == want.tolist()
+
+    def p(v):
+        return (Tensor(np.array([v], np.float32)) * 1).pad(((1, 0),))
+
+    assert (p(1.0) + (p(2**-24) + p(2**-24))).numpy().tolist() == [0, np.float32(1 + 2**-23)]
+
+
+def test_float_sums_and_float_to_int_casts_do_not_depend_on_the_layout_a_kernel_sees():
+    a = np.random.default_rng(0).random((100000, 2)).astype(np.float32)
+    fused = Tensor(a).T.sum(1).numpy()
+    assert fused.tolist() == Tensor(a).T.contiguous().sum(1).numpy().tolist()
+    assert fused.tolist() == np.ascontiguousarray(a.T).sum(1).tolist()
+    assert Tensor(a).sum(0).numpy().tolist() == fused.tolist()
+    v = np.array([-1.0, 1e10, -1e10, np.inf], np.float32)
+    viewed = Tensor(v).expand(2, 4).cast("uint32").numpy()[0]
+    assert viewed.tolist() == Tensor(v).expand(2, 4).contiguous().cast("uint32").numpy()[0].tolist()
+
+
+def test_float64_and_wide_ints_round_to_bfloat16_once():
+    v = 1 + 2**-8 + 2**-30  # above the midpoint of 1.0 and 1.0078125: float32 makes it the tie
+    assert Tensor(np.array([v])).cast("bfloat16").cast("float64").item() == 1.0078125
+    assert Tensor(np.array([v]), dtype="bfloat16").item() == 1.0078125
+    big = 2**24 + 2**16 + 1
+    assert Tensor(np.array([big], np.int32)).cast("bfloat16").cast("float64").item() == 16908288
+    got = Tensor(np.array([np.nan, np.inf, -np.inf, 3.4e38, -0.0, 1e-300])).cast("bfloat16")
+    assert np.array_equal(got.numpy(), np.array([np.nan, np.inf, -np.inf, np.inf, -0.0, 0.0],
+                                                np.float32), equal_nan=True)

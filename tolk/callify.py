@@ -555,8 +555,8 @@ def assign(target: Tensor, x) -> Tensor:
     """Store `x` into `target`'s buffer through `target`'s view; every view of the buffer
     (including `target`) then reads the new state."""
     if isinstance(x, (list, tuple, np.ndarray)):  # host data, cast to the target's dtype
-        if isinstance(x, np.ndarray):  # (bfloat16's numpy dtype is its storage: via float32)
-            x = x.astype(np.float32 if target.dtype is dtypes.bfloat16 else target.dtype.np)
+        if isinstance(x, np.ndarray) and target.dtype is not dtypes.bfloat16:  # (bfloat16's
+            x = x.astype(target.dtype.np)  # numpy dtype is its storage: Tensor rounds to it)
         x = Tensor(x, device=target.device, dtype=target.dtype)
     elif not isinstance(x, Tensor):
         x = Tensor.full(target.shape, x, target.dtype, target.device)

@@ -146,11 +146,29 @@ def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
 
 
 def f32_to_bf16(x: np.ndarray) -> np.ndarray:
-    """Encode float32 to bfloat16 bits (round to nearest even; NaN stays NaN)."""
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    """Encode to bfloat16 bits, rounding to nearest even (NaN stays NaN). float64 and ints
+    of 32 bits or more are rounded once from their own value (through float32 they would
+    round twice: 1 + 2**-8 + 2**-30 would become 1.0)."""
+    a = np.asarray(x)
+    if a.dtype == np.float64 or (a.dtype.kind in "iu" and a.dtype.itemsize >= 4):
+        a = _round_f64_to_bf16(a.astype(np.float64))
+    f = np.ascontiguousarray(a, dtype=np.float32)
+    u = f.view(np.uint32)
     rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
-    nan = np.isnan(x)
+    nan = np.isnan(f)
     out = rounded.astype(np.uint16)
     if nan.any():
         out = np.where(nan, np.uint16(0x7FC0), out)
     return out
+
+
+_DROP = np.uint64(45)  # float64 mantissa bits bfloat16 does not keep (52 - 7)
+
+
+def _round_f64_to_bf16(d: np.ndarray) -> np.ndarray:
+    """float64 values rounded to bfloat16's 8 significant bits (to nearest even), still
+    float64: float32 then holds them exactly (but below float32's normal range)."""
+    u = np.ascontiguousarray(d).view(np.uint64)
+    half = np.uint64((1 << 44) - 1) + ((u >> _DROP) & np.uint64(1))
+    out = ((u + half) & ~np.uint64((1 << 45) - 1)).view(np.float64).reshape(d.shape)
+    return np.where(np.isnan(d), d, out)  # a NaN's payload could round up to inf

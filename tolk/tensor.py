@@ -1763,7 +1763,7 @@ def _from_host(arr: np.ndarray, d: DType, device: str) -> UOp:
     from tolk.runtime.device import set_storage
 
     if d is dtypes.bfloat16:
-        data = f32_to_bf16(np.asarray(arr, dtype=np.float32))
+        data = f32_to_bf16(arr)
     else:
         data = np.ascontiguousarray(arr, dtype=d.np)
     buf = UOp.buffer(d, int(arr.size), device)

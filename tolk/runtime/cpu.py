@@ -11,7 +11,11 @@ A sum of a product, ``REDUCE_AXIS(ADD, MUL(a, b))``, runs as one matrix product 
 un-broadcast operands (BLAS for matmul and convolution), never materialising the product: its
 values are those of the product summed in another order (a few ulps apart, as numpy's own
 matmul is from its elementwise sum); where it meets inf or nan the product and sum run as
-written (an overflowing product gives what numpy gives). Not for 16-bit floats.
+written (an overflowing product gives what numpy gives; one that BLAS's fused multiply-adds
+absorb into a finite sum is not seen, as in numpy's matmul). Not for 16-bit floats.
+Other float sums and products reduce with the reduced axes last and contiguous, and float to
+int casts read a contiguous array: numpy's results there depend on the layout, which fusion
+decides.
 bfloat16 values are computed in float32 and rounded to bfloat16 after every op (`bf16_round`),
 so a value never depends on what was fused with it.
 """
@@ -138,7 +142,7 @@ class _Codegen:
             if n.op is Ops.ADD and n not in self.skip and n not in walked:
                 inner, leaves = self._add_tree(n)
                 walked.update(inner)
-                if self._padsum_exact(n, leaves):
+                if self._padsum_exact(n, inner, leaves):
                     self.padsums[n] = leaves
                     self.skip.update(inner)
                     self.skip.update(x for x in leaves
@@ -185,17 +189,21 @@ class _Codegen:
                 leaves.append(x)
         return inner, leaves
 
-    def _padsum_exact(self, n: UOp, leaves: list[UOp]) -> bool:
-        """Whether the sum `n` of `leaves` (two or more single-use PADs among them) gives the
-        same values added region by region, the PADs' sources first: always for integers;
-        for floats when no element sees its order change (each element meets one source of
-        disjoint PADs, and at most one other leaf before it; overlapping PADs come first);
-        never for bfloat16, rounded after every add."""
+    def _padsum_exact(self, n: UOp, inner: list[UOp], leaves: list[UOp]) -> bool:
+        """Whether the sum `n` of `leaves` (two or more single-use PADs among them; `inner`:
+        its ADDs) gives the same values added region by region, the PADs' sources first:
+        always for integers; for floats when no element sees its order of adds change (a
+        chain ``((a + b) + c) + ...``, each element meeting one source of disjoint PADs and at
+        most one other leaf before it; overlapping PADs first); never for bfloat16, rounded
+        after every add."""
         pads = [i for i, x in enumerate(leaves) if x.op is Ops.PAD and self.users.get(x, 0) == 1]
         if len(pads) < 2 or n.dtype is dtypes.bfloat16:
             return False
         if not n.dtype.is_float:
             return True
+        adds = set(inner)
+        if any(a.src[1] in adds for a in (n, *inner)):  # ``a + (b + c)``: not a chain
+            return False
         before = pads[-1] + 1 - len(pads)  # other leaves added before the last PAD
         return before == 0 or before == 1 and _disjoint([leaves[i] for i in pads])
 
@@ -279,7 +287,7 @@ class _Codegen:
             tgt = n.src[0]
             val = s[1]
             if tgt.dtype is dtypes.bfloat16:
-                val = f"f32_to_bf16(np.asarray({val}, dtype=np.float32))"
+                val = f"f32_to_bf16({val})"
             if tgt in self.index_targets:
                 base = tgt
                 while base.op in GroupOp.Movement:
@@ -301,6 +309,11 @@ class _Codegen:
     def cast(self, n: UOp, x: str) -> str:
         if n.dtype is dtypes.bfloat16:
             return f"bf16_round({x})"
+        if n.src[0].dtype.is_float and not n.dtype.is_float:
+            # numpy casts out-of-range floats to ints one way from a contiguous array and
+            # another from a strided view: always from a contiguous one, so the layout a kernel
+            # sees never changes a value
+            return f"np.ascontiguousarray({x}).astype({self.const(n.dtype.np)})"
         return f"np.asarray({x}).astype({self.const(n.dtype.np)})"
 
     def bitcast(self, n: UOp, x: str) -> str:
@@ -329,6 +342,11 @@ class _Codegen:
                      f"dtype={self.const(cdt)})")
             return (f"finite_or(np.reshape(contract({spec!r}, {args}), {shape_code(keep)}), "
                     f"lambda: {exact})")
+        if n.dtype.is_float and rop in (Ops.ADD, Ops.MUL):
+            # numpy adds pairwise along a contiguous axis and one by one along a strided one:
+            # reduced axes last and contiguous, so fusion (which decides the layout a kernel
+            # sees) never changes a float sum
+            return f"ordered_reduce({_REDUCE[rop]}, {x}, {tuple(axes)}, {self.const(cdt)})"
         return (f"{_REDUCE[rop]}.reduce({x}, axis={tuple(axes)}, keepdims=True, "
                 f"dtype={self.const(cdt)})")
 
@@ -591,13 +609,28 @@ def finite_or(r: np.ndarray, exact: Callable[[], np.ndarray]) -> np.ndarray:
     return r if np.isfinite(r).all() else exact()
 
 
+def ordered_reduce(op, x, axes: tuple[int, ...], dtype) -> np.ndarray:
+    """``op.reduce(x, axes, keepdims=True)`` in one order whatever `x`'s layout: the reduced
+    axes last, C-contiguous, flattened into one (a copy where `x` is not laid out so)."""
+    x = np.asarray(x)
+    if not axes or x.ndim == 0:
+        return op.reduce(x, axis=axes, keepdims=True, dtype=dtype)
+    kept = [i for i in range(x.ndim) if i not in axes]
+    y = np.ascontiguousarray(np.transpose(x, kept + list(axes)))
+    flat = y.reshape([x.shape[i] for i in kept] + [-1]) if y.size else \
+        y.reshape([x.shape[i] for i in kept] + [math.prod(x.shape[i] for i in axes)])
+    out = op.reduce(flat, axis=-1, dtype=dtype)
+    return out.reshape([1 if i in axes else d for i, d in enumerate(x.shape)])
+
+
 def bf16_round(x) -> np.ndarray:
     """`x` rounded to the nearest bfloat16 (to even), as float32, keeping its shape."""
-    a = np.asarray(x, dtype=np.float32)
+    a = np.asarray(x)
     return bf16_to_f32(f32_to_bf16(a).reshape(a.shape))
 
 
-_GLOBALS = {"contract": contract, "finite_or": finite_or, "np": np, "bf16_to_f32": bf16_to_f32,
+_GLOBALS = {"contract": contract, "finite_or": finite_or, "ordered_reduce": ordered_reduce,
+            "np": np, "bf16_to_f32": bf16_to_f32,
             "f32_to_bf16": f32_to_bf16, "bf16_round": bf16_round,
             "view_reshape": view_reshape, "reshape_prefix": reshape_prefix,
             "store_indexed": store_indexed, "strided_view": strided_view}
