@@ -85,7 +85,7 @@ def test_sharded_operands_broadcast_as_numpy_or_are_refused():
         assert isinstance(got, MultiTensor)
         np.testing.assert_allclose(got.numpy(), op(a + 2, a + 1))
     with pytest.raises(TypeError, match="MultiTensor"):  # what shards do not offer stays refused
-        t < m
+        t @ m
     with pytest.raises(ShapeError, match="at least one axis"):
         Tensor(3.0).shard(devs, 0)
 
@@ -150,3 +150,27 @@ def test_bound_variables_and_symbolic_shapes_with_shards():
     np.testing.assert_allclose(s.mean().numpy(), a[:, :3].mean())
     with pytest.raises(ShapeError, match="symbolic axis"):
         x.shard(("CPU:1", "CPU:2"), 1)
+
+
+def test_comparisons_where_floor_division_powers_and_argmax_run_shard_by_shard_as_numpy():
+    a = np.arange(15, dtype=np.float32).reshape(5, 3) - 6
+    m = Tensor(a).shard(("CPU:1", "CPU:2"), 0)  # shards of 3 and 2 rows
+    t = Tensor(a)
+    with np.errstate(all="ignore"):
+        pairs = [
+            (m < 0, a < 0), (0 < m, 0 < a), (t <= m, a <= a), (m == t, a == a),
+            (m != 1, a != 1), (m >= t * 0, a >= 0), (m // 2, a // 2), (7 % m, 7 % a),
+            (m % 4, a % 4), (m.abs() ** 2, np.abs(a) ** 2),
+            (2 ** (m * 0 + 3), np.full_like(a, 8)), ((m > 0).where(m, 0.0), np.where(a > 0, a, 0)),
+            (m.maximum(t * 0), np.maximum(a, 0)), (m.minimum(1), np.minimum(a, 1)),
+            (m.clip(-1, 1), np.clip(a, -1, 1)), (m.exp2(), np.exp2(a)),
+        ]
+        for got, want in pairs:
+            assert isinstance(got, MultiTensor)
+            np.testing.assert_array_equal(got.numpy(), want)
+    for name in ("argmax", "argmin"):
+        ref = getattr(a, name)
+        for axis, keep in ((0, False), (1, False), (1, True), (None, False), (-1, True)):
+            got = getattr(m, name)(axis, keepdim=keep)
+            assert isinstance(got, MultiTensor) == (axis in (1, -1))
+            np.testing.assert_array_equal(got.numpy(), ref(axis=axis, keepdims=keep))

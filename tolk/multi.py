@@ -2,10 +2,12 @@
 
 A MultiTensor is one logical tensor held as per-device shards along `axis` (each device's
 part is an ordinary Tensor, so each device gets its own kernels and its own arena in the
-planned schedule). Elementwise ops and reductions that keep the sharded axis run shard by
-shard; a reduction over the sharded axis reduces each shard on its device, then copies the
-partial results to the first device and combines them there. ``x @ w`` with x sharded on a
-non-contracted axis copies w to every device. ``to(device)`` and ``numpy()`` gather.
+planned schedule). Elementwise ops (arithmetic, comparisons, `where`, `maximum`, unary math)
+and reductions that keep the sharded axis run shard by shard; a reduction over the sharded
+axis reduces each shard on its device, then copies the partial results to the first device
+and combines them there; argmax and argmin along the sharded axis (or over all) gather to the
+first device. ``x @ w`` with x sharded on a non-contracted axis copies w to every device.
+``to(device)`` and ``numpy()`` gather.
 """
 
 from __future__ import annotations
@@ -139,15 +141,80 @@ class MultiTensor:
     def __rtruediv__(self, o):
         return self._map(lambda a, b: b / a, o)
 
+    def __floordiv__(self, o):
+        return self._map(lambda a, b: a // b, o)
+
+    def __rfloordiv__(self, o):
+        return self._map(lambda a, b: b // a, o)
+
+    def __mod__(self, o):
+        return self._map(lambda a, b: a % b, o)
+
+    def __rmod__(self, o):
+        return self._map(lambda a, b: b % a, o)
+
+    def __pow__(self, o):
+        return self._map(lambda a, b: a ** b, o)
+
+    def __rpow__(self, o):
+        return self._map(lambda a, b: b ** a, o)
+
+    def __lt__(self, o):
+        return self._map(lambda a, b: a < b, o)
+
+    def __le__(self, o):
+        return self._map(lambda a, b: a <= b, o)
+
+    def __gt__(self, o):
+        return self._map(lambda a, b: a > b, o)
+
+    def __ge__(self, o):
+        return self._map(lambda a, b: a >= b, o)
+
+    def __eq__(self, o):  # type: ignore[override]
+        return self._map(lambda a, b: a == b, o)
+
+    def __ne__(self, o):  # type: ignore[override]
+        return self._map(lambda a, b: a != b, o)
+
+    __hash__ = object.__hash__
     __radd__ = __add__
     __rmul__ = __mul__
+
+    def maximum(self, o):
+        return self._map(lambda a, b: a.maximum(b), o)
+
+    def minimum(self, o):
+        return self._map(lambda a, b: a.minimum(b), o)
+
+    def where(self, x, y):
+        """``cond.where(x, y)`` shard by shard (x and y split as the condition is)."""
+        return self._map(lambda c, a, b: c.where(a, b), x, y)
+
+    def _arg(self, name: str, axis, keepdim: bool):
+        if axis is not None:
+            ax = _norm_axis(axis, self.ndim)
+            if ax != self.axis:  # along another axis: shard by shard
+                new_axis = self.axis if keepdim or ax > self.axis else self.axis - 1
+                return MultiTensor([getattr(s, name)(ax, keepdim) for s in self.shards],
+                                   new_axis)
+        # along the sharded axis, or over all: on the first device, gathered
+        return getattr(self.to(self.devices[0]), name)(axis, keepdim)
+
+    def argmax(self, axis=None, keepdim: bool = False):
+        return self._arg("argmax", axis, keepdim)
+
+    def argmin(self, axis=None, keepdim: bool = False):
+        return self._arg("argmin", axis, keepdim)
 
     def __neg__(self):
         return self._map(lambda a: -a)
 
     def __getattr__(self, name: str):
         if name in {"exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "abs", "cast",
-                    "sin", "cos"}:
+                    "sin", "cos", "exp2", "log2", "rsqrt", "reciprocal", "square", "sign",
+                    "floor", "ceil", "trunc", "logical_not", "silu", "clip", "float", "half",
+                    "int", "bool"}:
             return lambda *a, **k: self._map(lambda s: getattr(s, name)(*a, **k))
         raise AttributeError(f"MultiTensor has no attribute {name!r}; "
                              "gather with .to(device) first")

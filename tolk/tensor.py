@@ -559,9 +559,14 @@ class Tensor:
     def __truediv__(self, x):
         return NotImplemented if type(x) in DEFER_TO else self.div(x)
 
-    __floordiv__ = floordiv
-    __mod__ = mod
-    __pow__ = pow
+    def __floordiv__(self, x):
+        return NotImplemented if type(x) in DEFER_TO else self.floordiv(x)
+
+    def __mod__(self, x):
+        return NotImplemented if type(x) in DEFER_TO else self.mod(x)
+
+    def __pow__(self, x):
+        return NotImplemented if type(x) in DEFER_TO else self.pow(x)
 
     def __radd__(self, x):
         return self.add(x, True)
@@ -591,22 +596,22 @@ class Tensor:
         return self._alu(Ops.NEG)
 
     def __lt__(self, x):
-        return self._cmp(Ops.CMPLT, x)
+        return NotImplemented if type(x) in DEFER_TO else self._cmp(Ops.CMPLT, x)
 
     def __le__(self, x):
-        return self._cmp(Ops.CMPLE, x)
+        return NotImplemented if type(x) in DEFER_TO else self._cmp(Ops.CMPLE, x)
 
     def __gt__(self, x):
-        return self._cmp(Ops.CMPLT, x, True)
+        return NotImplemented if type(x) in DEFER_TO else self._cmp(Ops.CMPLT, x, True)
 
     def __ge__(self, x):
-        return self._cmp(Ops.CMPLE, x, True)
+        return NotImplemented if type(x) in DEFER_TO else self._cmp(Ops.CMPLE, x, True)
 
     def __eq__(self, x):  # type: ignore[override]
-        return self._cmp(Ops.CMPEQ, x)
+        return NotImplemented if type(x) in DEFER_TO else self._cmp(Ops.CMPEQ, x)
 
     def __ne__(self, x):  # type: ignore[override]
-        return self._cmp(Ops.CMPNE, x)
+        return NotImplemented if type(x) in DEFER_TO else self._cmp(Ops.CMPNE, x)
 
     __hash__ = object.__hash__
 
