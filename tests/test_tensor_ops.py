@@ -703,6 +703,41 @@ def test_numpy_converts_a_tensor_with_asarray_and_its_dtype_argument():
         t.__array__(copy=False)
 
 
+@cases(EXAMPLES * 2)
+@given(array_and_dtype(dtype_strategy=st.sampled_from(FLOATS[::2] + INTS + (BOOL,)),
+                       shape_strategy=shapes(min_side=0)),
+       st.sampled_from(["cumsum", "cumprod"]), st.data())
+def test_cumsum_and_cumprod_match_numpy(a, name, data):
+    axis = data.draw(st.none() | st.integers(-max(a.ndim, 1), max(a.ndim, 1) - 1)) \
+        if a.ndim else None
+    if name == "cumprod" and a.dtype.kind == "f":
+        a = np.clip(a, -2, 2).astype(a.dtype)  # keep products finite
+    want = getattr(np, name)(a, axis=axis)
+    got = getattr(Tensor(a), name)(axis)
+    assert tdt(got) == want.dtype and got.shape == want.shape
+    if want.dtype.kind == "f":  # a tree of adds, not numpy's left to right: rounding differs
+        n = a.size if axis is None else a.shape[axis]
+        tol = tolerance(a.dtype)
+        np.testing.assert_allclose(got.numpy().astype(np.float64), want.astype(np.float64),
+                                   rtol=tol["rtol"] * 8 * max(n, 1), atol=tol["atol"] * max(n, 1),
+                                   equal_nan=True)
+    else:  # integers wrap alike in any order
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_cumsum_is_one_kernel_a_new_tensor_and_accumulates_as_sum():
+    x = Tensor(np.arange(6, dtype=np.int8).reshape(2, 3)).realize()
+    c = x.cumsum(1)
+    assert len(c.schedule_linear().src) == 1 and c.dtype.np == np.int64
+    assert c.numpy().tolist() == np.cumsum(np.arange(6).reshape(2, 3), 1).tolist()
+    one = Tensor(np.ones((1, 1), np.float32)).realize()
+    d = one.cumsum()
+    d[0] = 5.0  # a new tensor, not a view
+    assert one.numpy().tolist() == [[1]] and d.numpy().tolist() == [5]
+    assert Tensor(np.ones(3000, np.float16)).cumsum().numpy()[-1] == 3000  # float32 inside
+    assert Tensor([1, 2, 3]).cumprod(dtype="float32").numpy().tolist() == [1, 2, 6]
+
+
 def test_sum_over_a_zero_size_axis_is_zero():
     assert_matches(Tensor.zeros(2, 0, 3).sum(1).numpy(), np.zeros((2, 3), np.float32))
     assert_matches(Tensor.zeros(0, 3).sum().numpy(), np.float32(0))

@@ -861,6 +861,38 @@ class Tensor:
         over an empty axis (numpy's ``all``)."""
         return (self == 0).sum(axis, keepdim) == 0
 
+    def cumsum(self, axis=None, dtype=None) -> Tensor:
+        """Running sums along `axis` (None: over the flattened tensor, as numpy's default).
+        Accumulates as `sum` does (ints and bools in 64 bits, 16-bit floats in float32).
+        Computed as log2(n) shifted adds (each element's sum grouped as a tree, not left to
+        right: floats may differ from numpy's in the last bits), all in one kernel."""
+        return self._scan(Ops.ADD, axis, dtype)
+
+    def cumprod(self, axis=None, dtype=None) -> Tensor:
+        """Running products along `axis`, as `cumsum` (accumulated as `prod`)."""
+        return self._scan(Ops.MUL, axis, dtype)
+
+    def _scan(self, op: Ops, axis, dtype) -> Tensor:
+        x = self.flatten() if axis is None else self
+        if x.ndim == 0:
+            x = x.reshape(1)
+        ax = _norm_axis(0 if axis is None else axis, x.ndim)
+        _static_dims(x, "a running sum", (ax,))
+        want = to_dtype(dtype) if dtype is not None else (
+            self.dtype if self.dtype.is_float and self.dtype.itemsize == 2 else None)
+        x = x.cast(dtypes.float32 if want is not None and want.is_float and want.itemsize == 2
+                   else want or x._acc_dtype())
+        n, step = x.shape[ax], 1
+        while step < n:  # Hillis-Steele: x[i] (op)= x[i - step], for step 1, 2, 4, ...
+            shifted = x.shrink(tuple((0, n - step) if i == ax else None for i in range(x.ndim)))
+            shifted = shifted._pad(tuple((step, 0) if i == ax else (0, 0)
+                                         for i in range(x.ndim)), 0 if op is Ops.ADD else 1)
+            x = x + shifted if op is Ops.ADD else x * shifted
+            step *= 2
+        if step == 1:  # one element: still a new tensor, as numpy's cumsum (not a view)
+            x = x._copy()
+        return x.cast(want) if want is not None else x
+
     def _count(self, axis) -> int | Tensor:
         """How many elements a reduction over `axis` sees: an int, or a scalar tensor when a
         reduced dimension is symbolic."""
