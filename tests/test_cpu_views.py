@@ -258,7 +258,8 @@ def test_float_sums_and_float_to_int_casts_do_not_depend_on_the_layout_a_kernel_
     fused = Tensor(a).T.sum(1).numpy()
     assert fused.tolist() == Tensor(a).T.contiguous().sum(1).numpy().tolist()
     assert fused.tolist() == np.ascontiguousarray(a.T).sum(1).tolist()
-    assert Tensor(a).sum(0).numpy().tolist() == fused.tolist()
+    assert Tensor(a).sum(0).numpy().tolist() == a.sum(0).tolist()  # contiguous: as numpy
+    assert Tensor(a.T.copy()).T.sum(0).numpy().tolist() == a.sum(0).tolist()  # a strided view
     v = np.array([-1.0, 1e10, -1e10, np.inf], np.float32)
     viewed = Tensor(v).expand(2, 4).cast("uint32").numpy()[0]
     assert viewed.tolist() == Tensor(v).expand(2, 4).contiguous().cast("uint32").numpy()[0].tolist()
@@ -270,6 +271,19 @@ def test_float64_and_wide_ints_round_to_bfloat16_once():
     assert Tensor(np.array([v]), dtype="bfloat16").item() == 1.0078125
     big = 2**24 + 2**16 + 1
     assert Tensor(np.array([big], np.int32)).cast("bfloat16").cast("float64").item() == 16908288
+    tiny = 136.3 * 2.0**-137  # a bfloat16 subnormal: steps of 2**-133
+    assert Tensor(np.array([tiny]), dtype="bfloat16").item() == 9 * 2.0**-133
+    huge = 2**62 + 2**54 + 1  # past 2**53: float64 would round first
+    assert Tensor(np.array([huge], np.int64)).cast("bfloat16").cast("float64").item() == \
+        2**62 + 2**55
     got = Tensor(np.array([np.nan, np.inf, -np.inf, 3.4e38, -0.0, 1e-300])).cast("bfloat16")
     assert np.array_equal(got.numpy(), np.array([np.nan, np.inf, -np.inf, np.inf, -0.0, 0.0],
                                                 np.float32), equal_nan=True)
+
+
+def test_a_contraction_with_a_nan_fixes_only_the_elements_it_reaches():
+    n = 1024  # the whole product would be 4 GB
+    a, b = np.ones((n, n), np.float32), np.ones((n, n), np.float32)
+    a[3, 5] = np.nan
+    got = (Tensor(a) @ Tensor(b)).numpy()
+    assert np.isnan(got[3]).all() and np.isnan(got).sum() == n and (got[4] == n).all()

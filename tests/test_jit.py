@@ -513,10 +513,15 @@ def test_a_lazy_global_read_by_the_function_keeps_its_value_after_its_source_is_
     def f(x):
         return x + scale
 
+    @tolk.jit
+    def g(x):
+        return [x + s for s in [scale]][0]  # read inside a comprehension
+
     x = Tensor(np.zeros(3, np.float32))
-    f(x), f(x)
+    f(x), f(x), g(x), g(x)
     c.assign(c + 10).realize()
     assert f(x).numpy().tolist() == (x + scale).numpy().tolist() == [2, 2, 2]
+    assert g(x).numpy().tolist() == [2, 2, 2]
 
 
 def test_named_tuples_and_dict_subclasses_come_back_as_their_type():
@@ -524,13 +529,17 @@ def test_named_tuples_and_dict_subclasses_come_back_as_their_type():
 
     pair = collections.namedtuple("pair", "a b")
 
+    class Plain(dict):  # a subclass that keeps dict's copy()
+        pass
+
     @tolk.jit
     def f(x):
-        return pair(x + 1, collections.OrderedDict(z=x * 2, y=x * 3))
+        return pair(x + 1, collections.OrderedDict(z=x * 2, y=x * 3)), Plain(a=x)
 
     x = Tensor(np.ones(2, np.float32))
     for _ in range(3):
-        out = f(x)
+        out, plain = f(x)
+        assert type(plain) is Plain and plain["a"].numpy().tolist() == [1, 1]
         assert type(out) is pair and type(out.b) is collections.OrderedDict
         assert list(out.b) == ["z", "y"] and out.b["y"].numpy().tolist() == [3, 3]
         assert out.a.numpy().tolist() == [2, 2]

@@ -174,3 +174,11 @@ def test_comparisons_where_floor_division_powers_and_argmax_run_shard_by_shard_a
             got = getattr(m, name)(axis, keepdim=keep)
             assert isinstance(got, MultiTensor) == (axis in (1, -1))
             np.testing.assert_array_equal(got.numpy(), ref(axis=axis, keepdims=keep))
+
+
+def test_a_sharded_16_bit_sum_adds_the_partial_sums_in_float32():
+    h = np.random.default_rng(0).uniform(0, 1, (1000,)).astype(np.float16)
+    for devs in (("CPU:1", "CPU:2"), ("CPU:1", "CPU:2", "CPU:3")):
+        got = Tensor(h).shard(devs, 0).sum()
+        assert got.dtype.np == np.float16
+        assert got.item() == Tensor(h).sum().item() == h.astype(np.float32).sum().astype(np.float16)

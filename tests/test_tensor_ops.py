@@ -593,6 +593,8 @@ def test_where_with_python_scalars_uses_weak_typing():
     for x, y in ((1, 2**40), (2**40, 1)):  # two scalars: the dtype Tensor([x, y]) has
         assert_matches(Tensor(c).where(x, y).numpy(), np.where(c, x, y).astype(np.int64))
     assert_matches(Tensor(c).where(True, 3).numpy(), np.where(c, 1, 3).astype(np.int32))
+    for x, y in ((1, np.int64(2**40)), (np.int8(1), np.int64(2**40)), (np.int64(2**40), 2)):
+        assert_matches(Tensor(c).where(x, y).numpy(), np.where(c, x, y))
 
 
 def test_where_casts_a_non_bool_condition_to_bool():
@@ -884,6 +886,8 @@ def test_pad_widths_must_be_ints_as_numpys():
     with pytest.raises(TypeError, match="ints"):
         Tensor.ones(1, 1, 4, 4).avg_pool2d(2, padding=(1.0, 1))
     assert x.pad(((np.int64(1), 0),)).numpy().tolist() == [0, 0, 1, 2]
+    got = Tensor.ones(1, 1, 4, 4).avg_pool2d(2, padding=np.array([1, 0]))  # numpy's ints
+    assert got.shape == Tensor.ones(1, 1, 4, 4).avg_pool2d(2, padding=(1, 0)).shape
 
 
 def test_float16_mean_does_not_overflow_when_the_mean_fits():
@@ -1053,6 +1057,21 @@ def test_views_of_a_dropped_lazy_tensor_still_share_it_as_numpy_views_of_one_bas
             t[1], n[1] = 7.0 + len(step), 7.0 + len(step)
     for t, n in ((v, vn), (w, wn), (u, un), (x, xn)):
         assert_matches(t.numpy(), n)
+
+
+def test_a_view_of_a_view_made_after_both_died_still_shares_with_its_kin():
+    a = np.arange(6, dtype=np.float32)
+    y = Tensor(a) * 2 + 1
+    v, u = y[1:], y.reshape(2, 3)
+    del y
+    gc.collect()
+    x = v[1:]
+    del v
+    gc.collect()
+    x[0] = 100.0
+    yn = a * 2 + 1
+    yn[2] = 100.0
+    assert u.numpy().ravel().tolist() == yn.tolist() and x.numpy().tolist() == yn[2:].tolist()
 
 
 def test_reshape_with_two_minus_ones_raises():
@@ -2392,6 +2411,11 @@ def test_an_expanded_view_of_a_lazy_tensor_is_read_only_as_one_of_a_buffer():
     with pytest.raises(ValueError, match="broadcast"):
         y.reshape(1, 2).expand(3, 2).assign(Tensor.ones(3, 2))
     assert z.numpy().tolist() == [[0], [0], [0]] and y.numpy().tolist() == [1, 2]
+    b = Tensor([1.0, 2.0, 3.0]).realize()
+    e = (b * 2).expand(2, 3)  # the tensor it views dropped at once
+    with pytest.raises(ValueError, match=r"broadcast \(expanded\) view \(of shape \(2, 3\)"):
+        e[0, 0] = 9.0
+    Tensor.zeros(3, 4)[0] = 1.0  # into a dropped temporary (numpy: no error, no effect)
     w = Tensor.zeros(3, 4)  # itself a broadcast constant: a tensor of its own, writable
     w[0] = 5.0
     assert w.numpy()[0].tolist() == [5] * 4
@@ -2402,6 +2426,17 @@ def test_numpy_arrays_assigned_into_bfloat16_keep_their_values():
     t[:] = np.array([1.5, 2.25, -3.0])
     t[1:] = np.array([7, 8], np.int64)
     assert t.numpy().tolist() == [1.5, 7, 8]
+
+
+def test_an_assign_that_reads_a_tensor_whose_assign_failed_reads_its_value_before():
+    e = Tensor(np.array([1, -1, 1, 1], np.int32))
+    x = Tensor(np.arange(4, dtype=np.int32)).realize()
+    y = Tensor(np.array([10, 20], np.int32)).realize()
+    x.assign(x ** e)  # fails when it runs (an integer to a negative power)
+    y.assign(y + x[0:2])
+    with pytest.raises(ValueError, match="negative integer powers"):
+        y.realize()
+    assert x.numpy().tolist() == [0, 1, 2, 3] and y.numpy().tolist() == [10, 21]
 
 
 def test_a_movement_chain_keeps_its_base_on_each_node_so_it_is_not_walked_per_op():

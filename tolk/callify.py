@@ -53,8 +53,9 @@ from tolk.uop.ops import GroupOp, Ops, UOp
 from tolk.uop.shape import device_of, max_numel, shape_of, shape_syms
 
 # Called as hook(planned LINEAR, var_vals, seconds spent scheduling, stats) for every realize;
-# stats() gives the schedule's `LinearStats` (exact: unplanned bytes and floor of the unplanned
-# schedule, as `tolk.schedule.planned_stats`).
+# stats() gives the schedule's `LinearStats`: exact from the cached program (unplanned bytes
+# and floor of the unplanned schedule, as `tolk.schedule.planned_stats`); with SCACHE=0 the
+# planned schedule's `linear_stats` (whose limits its docstring names).
 schedule_hooks: list = []
 # The tag of realize's program keys: a realize's program is made from the tensors' graph
 # (`_build_sink`), not scheduled as that graph, so its keys never meet a sink's.
@@ -125,26 +126,33 @@ def _parent_of(t: Tensor) -> Tensor | None:
 
 def _root(t: Tensor) -> Tensor:
     """What realizing `t` realizes: the live lazy tensor it views, else `t`; for a view of a
-    dropped lazy tensor that has live kin (other views of it), a new tensor over what they
-    all view, which becomes their parent: realized, it leaves them views of one buffer (as
-    numpy's views of one base), so a write through one reaches the others."""
+    dropped lazy tensor that has live kin (other views of it, also through views of views
+    made after it died), a new tensor over what they all view, which becomes their parent:
+    realized, it leaves them views of one buffer (as numpy's views of one base), so a write
+    through one reaches the others."""
     while (p := _parent_of(t)) is not None:
         t = p
     fam = t._parent
     if fam is None or fam() is not None or t not in _lazy:
         return t
+    while fam.up is not None:  # the topmost dead family
+        fam = fam.up
     base = _base_and_chain(t.uop)
-    kin = [v for v in fam.kids
-           if v._parent is fam and v in _lazy and _base_and_chain(v.uop) is base]
+    kin, todo = [], [fam]
+    while todo:  # its live members, theirs and those of the families below it
+        f = todo.pop()
+        todo += f.subs
+        for v in f.kids:
+            if v._parent is f and v in _lazy and _base_and_chain(v.uop) is base:
+                kin.append(v)
+                if v._kids is not None:
+                    todo.append(v._kids)
     if len(kin) < 2:
         return t
     root = Tensor(base)
     new = _family_of(root)
-    while kin:  # the views of its views go along (their chains pass through `base` too)
-        v = kin.pop()
+    for v in kin:
         _join(v, new)
-        if v._kids is not None:
-            kin += [k for k in v._kids.kids if k._parent is v._kids and k in _lazy]
     return root
 
 
@@ -453,7 +461,7 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
             calls = writers.setdefault(b, [])
             if not calls or calls[-1] != i:
                 calls.append(i)
-    doomed = _doomed_calls(linear, done)
+    doomed = _doomed_calls(linear, done, finals)
     mapping: dict[UOp, UOp] = {}
     for b, final in finals.items():
         chain = [final]  # the buffer's pending states, newest first
@@ -484,18 +492,20 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
     _detach_unrun(unwritten, [t for t, _, b in outputs if not written(b)])
 
 
-def _doomed_calls(linear: UOp, done: int) -> set[int]:
-    """The failing call `done` and the later calls that read what it would have written, or
-    what such a call would have: run again they would fail the same way (an assign whose
-    value the failing kernel computes into a temporary first is written by a later call)."""
+def _doomed_calls(linear: UOp, done: int, finals: dict[UOp, UOp]) -> set[int]:
+    """The failing call `done` and the later calls that read a temporary it would have
+    written, or one such a call would have: run again they would fail the same way (an
+    assign whose value the failing kernel computes into a temporary first is written by a
+    later call). A buffer with a pending assign (`finals`) is no such temporary: its failed
+    assign is dropped, and what reads it reads the value before."""
     doomed = {done}
-    bad = set(_buffer_args(call_writes(linear.src[done])))
+    bad = {b for b in _buffer_args(call_writes(linear.src[done])) if b not in finals}
     for i in range(done + 1, len(linear.src)):
         call = linear.src[i]
         writes = _buffer_args(call_writes(call))
         if any(b in bad for b in _buffer_args(call.src[1:]) if b not in writes):
             doomed.add(i)
-            bad.update(writes)
+            bad.update(b for b in writes if b not in finals)
         else:  # written afresh: what it holds no longer comes from the failure
             bad.difference_update(writes)
     return doomed
@@ -578,8 +588,9 @@ def assign(target: Tensor, x) -> Tensor:
     chain = target.uop
     while chain.op in GroupOp.Movement:
         if chain.op is Ops.EXPAND:
-            raise ValueError(f"cannot assign into a broadcast (expanded) view of shape "
-                             f"{target.shape}: it is read-only, as in numpy")
+            raise ValueError(f"cannot assign into a broadcast (expanded) view (of shape "
+                             f"{shape_of(chain)}; the target: {target.shape}): it is "
+                             "read-only, as in numpy")
         chain = chain.src[0]
     state = _base_and_chain(target.uop)
     if state.op is Ops.AFTER and may_bind(state) and (may_bind(target.uop) or may_bind(x.uop)) \

@@ -150,7 +150,12 @@ def f32_to_bf16(x: np.ndarray) -> np.ndarray:
     of 32 bits or more are rounded once from their own value (through float32 they would
     round twice: 1 + 2**-8 + 2**-30 would become 1.0)."""
     a = np.asarray(x)
-    if a.dtype == np.float64 or (a.dtype.kind in "iu" and a.dtype.itemsize >= 4):
+    if a.dtype.kind in "iu" and a.dtype.itemsize == 8 and a.size and \
+            (a.max() > 1 << 53 or (a.dtype.kind == "i" and a.min() < -(1 << 53))):
+        # past 2**53 float64 would round first: round the ints themselves (rare: one by one)
+        a = np.array([_round_int_to_bf16(int(v)) for v in a.ravel()],
+                     np.float64).reshape(a.shape)
+    elif a.dtype == np.float64 or (a.dtype.kind in "iu" and a.dtype.itemsize >= 4):
         a = _round_f64_to_bf16(a.astype(np.float64))
     f = np.ascontiguousarray(a, dtype=np.float32)
     u = f.view(np.uint32)
@@ -166,9 +171,25 @@ _DROP = np.uint64(45)  # float64 mantissa bits bfloat16 does not keep (52 - 7)
 
 
 def _round_f64_to_bf16(d: np.ndarray) -> np.ndarray:
-    """float64 values rounded to bfloat16's 8 significant bits (to nearest even), still
-    float64: float32 then holds them exactly (but below float32's normal range)."""
+    """float64 values rounded to bfloat16's precision (to nearest even), still float64:
+    float32 then holds them exactly. 8 significant bits; below float32's normal range a fixed
+    step of 2**-133 (bfloat16's subnormals)."""
     u = np.ascontiguousarray(d).view(np.uint64)
     half = np.uint64((1 << 44) - 1) + ((u >> _DROP) & np.uint64(1))
     out = ((u + half) & ~np.uint64((1 << 45) - 1)).view(np.float64).reshape(d.shape)
+    with np.errstate(all="ignore"):
+        tiny = np.abs(d) < 2.0 ** -126
+        if tiny.any():  # np.round rounds half to even; scaling by a power of two is exact
+            out = np.where(tiny, np.round(d * 2.0 ** 133) * 2.0 ** -133, out)
     return np.where(np.isnan(d), d, out)  # a NaN's payload could round up to inf
+
+
+def _round_int_to_bf16(v: int) -> int:
+    """An int rounded to bfloat16's 8 significant bits, to nearest even."""
+    shift = abs(v).bit_length() - 8
+    if shift <= 0:
+        return v
+    q, r = divmod(abs(v), 1 << shift)
+    half = 1 << (shift - 1)
+    q += r > half or (r == half and q & 1)
+    return (q << shift) * (1 if v >= 0 else -1)

@@ -237,7 +237,9 @@ class MultiTensor:
             out = combine(out, p)
         return out
 
+    @_half_in_float32
     def sum(self, axis=None, keepdim: bool = False):
+        """Sum; 16-bit floats add in float32, the shards' partial sums too (as Tensor.sum)."""
         return self._reduce("sum", axis, keepdim, lambda a, b: a + b)
 
     def max(self, axis=None, keepdim: bool = False):

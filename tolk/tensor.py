@@ -106,11 +106,13 @@ _lazy = IdentityWeakSet()
 
 class _Family(weakref.ref):
     """A weak reference to a lazy tensor that has views, with those views (`kids`). A view
-    keeps its family when the tensor dies (numpy's views keep their base alive; here only the
-    family outlives it), so views of one dropped tensor still share what they view: a realize
-    of one realizes it for all (`tolk.callify._root`)."""
+    keeps its family when the tensor dies (numpy's views keep their base alive; here only
+    the family outlives it), so views of one dropped tensor still share what they view: a
+    realize of one realizes it for all (`tolk.callify._root`). A family made for a view whose
+    own family's tensor is dead hangs below that one (`up`; the lower ones in `subs`), so all
+    of them stay one kin."""
 
-    __slots__ = ("kids",)
+    __slots__ = ("kids", "up", "subs")
 
 
 def _family_of(t: Tensor) -> _Family:
@@ -119,10 +121,13 @@ def _family_of(t: Tensor) -> _Family:
     view of an internal tensor) views `t`."""
     fam = t._parent
     if fam is None or fam() is None:
+        up = fam
         fam = t._kids
         if fam is None:
             fam = t._kids = _Family(t)
-            fam.kids = IdentityWeakSet()
+            fam.kids, fam.up, fam.subs = IdentityWeakSet(), up, []
+            if up is not None:
+                up.subs.append(fam)
     return fam
 
 
@@ -351,7 +356,8 @@ class Tensor:
         d = to_dtype(dtype) if dtype is not None else _scalar_default_dtype(fill_value)
         dev = UOp(Ops.DEVICE, dtypes.void, (), canonical_device(device or "CPU"))
         t = Tensor(UOp(Ops.CONST, d, (dev,), _py_value(fill_value, d)))
-        return t.reshape((1,) * len(shape)).expand(shape) if shape else t
+        # a tensor of its own (as numpy's full: writable), not a view of the 0-d constant
+        return Tensor(t.reshape((1,) * len(shape)).expand(shape).uop) if shape else t
 
     @staticmethod
     def zeros(*shape, dtype=None, device=None) -> Tensor:
@@ -658,9 +664,15 @@ class Tensor:
                                 "it in Tensor()")
         x, y = (v._t() if isinstance(v, BoundVariable) else v for v in (x, y))
         if not isinstance(x, Tensor):
-            if not isinstance(y, Tensor):  # two scalars: the dtype ``Tensor([x, y])`` has
-                d = (_scalar_default_dtype(x) if isinstance(x, np.generic) or
-                     isinstance(y, np.generic) else _infer_dtype(_to_numpy([x, y], None)))
+            if not isinstance(y, Tensor):  # two scalars: the dtype ``Tensor([x, y])`` has;
+                gx, gy = isinstance(x, np.generic), isinstance(y, np.generic)  # a numpy one's
+                if gx and gy:  # own dtype, the other one next to it (weak)
+                    d = least_upper_dtype(_scalar_default_dtype(x), _scalar_default_dtype(y))
+                elif gx or gy:
+                    g, py = (x, y) if gx else (y, x)
+                    d = _scalar_dtype(py, _scalar_default_dtype(g))
+                else:
+                    d = _infer_dtype(_to_numpy([x, y], None))
                 x = Tensor.full((), x, d, self.device)
             else:
                 y, x = y._operands(x)
@@ -1655,6 +1667,8 @@ def _pair(x) -> tuple[int, int]:
 def _conv_padding(padding) -> tuple[tuple[int, int], tuple[int, int]]:
     if isinstance(padding, (int, np.integer)) and not isinstance(padding, (bool, np.bool_)):
         return ((int(padding),) * 2,) * 2
+    if isinstance(padding, np.ndarray) and padding.ndim == 1:
+        padding = padding.tolist()
     if not isinstance(padding, (tuple, list)):
         raise TypeError(f"conv padding must be an int, 2 or 4 ints, got {padding!r}")
     p = tuple(_width(w, padding) for w in padding)

@@ -26,7 +26,8 @@ the function reads, so the function always sees the values its tensors hold (a r
 those tensors' buffers directly); an input may not be a tensor from outside the function
 that it writes. Lazy tensors the function reads as globals or closure variables are realized
 before the capture, so a replay reads the value they hold (a lazy tensor reached otherwise,
-as an attribute, is computed from what its sources hold at each replay). A capture that
+as an attribute or inside a function it calls, is computed from what its sources hold at
+each replay). A capture that
 raises runs what the function had realized before the error, as a plain call would have,
 and the next call captures again. A jitted function called while another one captures (in
 the same thread) runs as plain code: its schedules join the outer capture. With
@@ -35,6 +36,7 @@ the same thread) runs as plain code: its schedules join the outer capture. With
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 from collections.abc import Callable
@@ -413,7 +415,13 @@ def _realize_closure_lazies(fn: Callable) -> None:
     code = getattr(fn, "__code__", None)
     if code is None:
         return
-    found = [fn.__globals__[n] for n in code.co_names if n in getattr(fn, "__globals__", {})]
+    names, codes = set(), [code]
+    while codes:  # the function's code and the code nested in it (comprehensions, lambdas)
+        c = codes.pop()
+        names.update(c.co_names)
+        codes += [k for k in c.co_consts if isinstance(k, type(code))]
+    scope = getattr(fn, "__globals__", {})
+    found = [scope[n] for n in sorted(names) if n in scope]
     found += [c.cell_contents for c in (fn.__closure__ or ()) if _cell_set(c)]
     ts = []
     for x in found:
@@ -487,9 +495,9 @@ def _rebuild(template, fresh):
             by_key = dict(zip(_dict_keys(node), done))
             built = {k: by_key[k] for k in node}
             if type(node) is not dict:  # an OrderedDict, a defaultdict...: a copy of its kind
-                copy = node.copy()
-                copy.update(built)
-                built = copy
+                same = copy.copy(node)
+                same.update(built)
+                built = same
         elif isinstance(node, tuple) and hasattr(type(node), "_fields"):  # a named tuple
             built = type(node)(*done)
         else:

@@ -13,9 +13,8 @@ values are those of the product summed in another order (a few ulps apart, as nu
 matmul is from its elementwise sum); where it meets inf or nan the product and sum run as
 written (an overflowing product gives what numpy gives; one that BLAS's fused multiply-adds
 absorb into a finite sum is not seen, as in numpy's matmul). Not for 16-bit floats.
-Other float sums and products reduce with the reduced axes last and contiguous, and float to
-int casts read a contiguous array: numpy's results there depend on the layout, which fusion
-decides.
+Other float sums and products reduce a C-contiguous array, and float to int casts read one:
+numpy's results there depend on the layout, which fusion decides.
 bfloat16 values are computed in float32 and rounded to bfloat16 after every op (`bf16_round`),
 so a value never depends on what was fused with it.
 """
@@ -335,16 +334,15 @@ class _Codegen:
                 for o, sq in zip(ops, squeezes)
             )
             keep = tuple(1 if i in axes else d for i, d in enumerate(full))
-            # a product that overflows, or an inf or nan among the operands: the exact
-            # product-then-sum (BLAS fuses multiplies and adds and orders the sum its own way)
+            # where the result is inf or nan (a product that overflows, an inf or nan among
+            # the operands), those elements as the product then the sum (BLAS fuses multiplies
+            # and adds and orders the sum its own way)
             a, b = (f"np.reshape({self.names[o]}, {shape_code(shape_of(o))})" for o in ops)
-            exact = (f"np.add.reduce(np.multiply({a}, {b}), axis={tuple(axes)}, keepdims=True, "
-                     f"dtype={self.const(cdt)})")
-            return (f"finite_or(np.reshape(contract({spec!r}, {args}), {shape_code(keep)}), "
-                    f"lambda: {exact})")
+            return (f"exact_where_not_finite(np.reshape(contract({spec!r}, {args}), "
+                    f"{shape_code(keep)}), {a}, {b}, {tuple(axes)})")
         if n.dtype.is_float and rop in (Ops.ADD, Ops.MUL):
             # numpy adds pairwise along a contiguous axis and one by one along a strided one:
-            # reduced axes last and contiguous, so fusion (which decides the layout a kernel
+            # from a C-contiguous array always, so fusion (which decides the layout a kernel
             # sees) never changes a float sum
             return f"ordered_reduce({_REDUCE[rop]}, {x}, {tuple(axes)}, {self.const(cdt)})"
         return (f"{_REDUCE[rop]}.reduce({x}, axis={tuple(axes)}, keepdims=True, "
@@ -604,23 +602,40 @@ def contract(spec: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.transpose(r.reshape([size[c] for c in mid]), po)
 
 
-def finite_or(r: np.ndarray, exact: Callable[[], np.ndarray]) -> np.ndarray:
-    """`r` when all of it is finite, else ``exact()`` (where a contraction met inf or nan)."""
-    return r if np.isfinite(r).all() else exact()
+EXACT_WORK = 1 << 26  # products a contraction's inf/nan fix-up computes at most
+
+
+def exact_where_not_finite(r: np.ndarray, a: np.ndarray, b: np.ndarray,
+                           axes: tuple[int, ...]) -> np.ndarray:
+    """`r`, the sum over `axes` of ``a * b`` (broadcast) as a matrix product, with each
+    element that is inf or nan summed again from the products themselves, as numpy's
+    elementwise product then sum gives it: a few rows where an operand holds a nan or an inf,
+    found without building the whole product (past `EXACT_WORK` products, `r` stays)."""
+    bad = ~np.isfinite(r)
+    if not bad.any():
+        return r
+    full = np.broadcast_shapes(a.shape, b.shape)
+    kept = [i for i in range(len(full)) if i not in axes]
+    where = [ix for ix in np.nonzero(bad)]  # per axis of r (reduced axes are 0 there)
+    per = math.prod(full[i] for i in axes)
+    if per * len(where[0]) > EXACT_WORK:
+        return r
+    order = kept + list(axes)
+    av = np.broadcast_to(a, full).transpose(order)
+    bv = np.broadcast_to(b, full).transpose(order)
+    at = tuple(where[i] for i in kept)
+    out = r.copy()
+    with np.errstate(all="ignore"):
+        prods = np.multiply(av[at], bv[at])  # (n bad, *reduced axes)
+        out[bad] = np.add.reduce(prods.reshape(len(where[0]), -1), axis=-1, dtype=r.dtype)
+    return out
 
 
 def ordered_reduce(op, x, axes: tuple[int, ...], dtype) -> np.ndarray:
-    """``op.reduce(x, axes, keepdims=True)`` in one order whatever `x`'s layout: the reduced
-    axes last, C-contiguous, flattened into one (a copy where `x` is not laid out so)."""
-    x = np.asarray(x)
-    if not axes or x.ndim == 0:
-        return op.reduce(x, axis=axes, keepdims=True, dtype=dtype)
-    kept = [i for i in range(x.ndim) if i not in axes]
-    y = np.ascontiguousarray(np.transpose(x, kept + list(axes)))
-    flat = y.reshape([x.shape[i] for i in kept] + [-1]) if y.size else \
-        y.reshape([x.shape[i] for i in kept] + [math.prod(x.shape[i] for i in axes)])
-    out = op.reduce(flat, axis=-1, dtype=dtype)
-    return out.reshape([1 if i in axes else d for i, d in enumerate(x.shape)])
+    """``op.reduce(x, axes, keepdims=True)`` in the order it takes on a C-contiguous array of
+    `x`'s shape, whatever `x`'s layout (a copy where `x` is a strided or broadcast view: the
+    same array a realized intermediate would be)."""
+    return op.reduce(np.ascontiguousarray(x), axis=axes, keepdims=True, dtype=dtype)
 
 
 def bf16_round(x) -> np.ndarray:
@@ -629,9 +644,10 @@ def bf16_round(x) -> np.ndarray:
     return bf16_to_f32(f32_to_bf16(a).reshape(a.shape))
 
 
-_GLOBALS = {"contract": contract, "finite_or": finite_or, "ordered_reduce": ordered_reduce,
-            "np": np, "bf16_to_f32": bf16_to_f32,
-            "f32_to_bf16": f32_to_bf16, "bf16_round": bf16_round,
+_GLOBALS = {"contract": contract, "exact_where_not_finite": exact_where_not_finite,
+            "ordered_reduce": ordered_reduce,
+            "np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
+            "bf16_round": bf16_round,
             "view_reshape": view_reshape, "reshape_prefix": reshape_prefix,
             "store_indexed": store_indexed, "strided_view": strided_view}
 
