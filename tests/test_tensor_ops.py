@@ -2439,6 +2439,43 @@ def test_an_assign_that_reads_a_tensor_whose_assign_failed_reads_its_value_befor
     assert x.numpy().tolist() == [0, 1, 2, 3] and y.numpy().tolist() == [10, 21]
 
 
+def test_after_a_failed_run_a_tensor_that_read_a_state_before_an_assign_keeps_that_value():
+    y = Tensor(np.array([1, 2, 3], np.int32)).realize()
+    s = y + 1  # reads y before the assigns: [2 3 4]
+    y.assign(y * 10)
+    y.assign(y ** (y * 0 - 1))  # raises when it runs: dropped
+    t = y + s
+    with pytest.raises(ValueError, match="negative integer powers"):
+        t.realize()
+    assert t.numpy().tolist() == [12, 23, 34] and y.numpy().tolist() == [10, 20, 30]
+    x = Tensor(np.zeros(3, np.int32)).realize()
+    y.assign(y ** (y * 0 - 1))
+    x.assign(y + 1)  # reads the value before the failing assign
+    with pytest.raises(ValueError, match="negative integer powers"):
+        x.realize()
+    assert x.numpy().tolist() == [11, 21, 31]
+
+
+def test_schedule_linear_shows_the_schedule_realize_runs_and_hooks_see_only_realizes():
+    import tolk.callify as callify
+
+    x = Tensor(np.arange(4, dtype=np.float32)).realize()
+    y = x * 2  # a lazy reader of x's value before the assign: taken along
+    x.assign(x + 1)
+    seen = []
+
+    def hook(linear, var_vals, seconds, stats):
+        seen.append(len(linear.src))
+
+    callify.schedule_hooks.append(hook)
+    try:
+        assert len(x.schedule_linear().src) == 2 and not seen
+        x.realize()
+    finally:
+        callify.schedule_hooks.remove(hook)
+    assert seen == [2] and y.numpy().tolist() == [0, 2, 4, 6]
+
+
 def test_a_movement_chain_keeps_its_base_on_each_node_so_it_is_not_walked_per_op():
     x = Tensor(np.arange(24, dtype=np.float32).reshape(4, 6)).realize()
     base = x.uop.src[0] if x.uop.op is Ops.RESHAPE else x.uop

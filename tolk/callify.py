@@ -352,14 +352,14 @@ def realize(tensors, run: bool = True):
         computed = [computed[i] for i in order]
     else:
         key, bufs, binds, nodes = program_key(*roots, *pending, tag=_REALIZE)
-        if run:
-            more, finals = _closure(tensors, nodes)
-            if more is not tensors:
-                tensors = more
-                computed, pending = _outputs(tensors)
-                key, bufs, binds, nodes = program_key(
-                    *(t.uop for t in computed), *pending, tag=_REALIZE)
-                form = None
+        # also with run=False: the schedule shown is the one a realize would run
+        more, finals = _closure(tensors, nodes)
+        if more is not tensors:
+            tensors = more
+            computed, pending = _outputs(tensors)
+            key, bufs, binds, nodes = program_key(
+                *(t.uop for t in computed), *pending, tag=_REALIZE)
+            form = None
         if not computed and not pending:
             return (UOp(Ops.LINEAR, src=()), {}) if not run else None
         given = {id(t): i for i, t in enumerate(computed)}
@@ -374,7 +374,7 @@ def realize(tensors, run: bool = True):
         linear, var_vals = create_linear_for_program(
             key, bufs + out_bufs, binds, lambda: _build_sink(computed, pending, out_bufs),
             _copy_old_states)
-    if schedule_hooks:
+    if schedule_hooks and run:  # realizes only (schedule_linear runs nothing)
         seconds = time.perf_counter() - start
 
         def stats() -> LinearStats:  # exact from the cached program (see `program_stats`)
@@ -485,7 +485,16 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
 
     computed = [(t, view) for t, view, b in outputs if written(b)]
     if computed:
+        before = {t.uop: view for t, view in computed}
         _after_run(computed, {})
+        # a tensor that did not run may hold one that did in its graph (``t = y + s``, `s`
+        # read y before an assign that ran): it reads that one's buffer, which kept the value
+        # (its graph would read y's buffer, now overwritten)
+        sub = _Substitution(before)
+        for t in list(_lazy):
+            new = sub(t.uop)
+            if new is not t.uop:
+                t.uop = new
     if mapping:
         _rebase(_Substitution(mapping))
     unwritten = {b for b in finals if not writers.get(b) or writers[b][0] > done}
