@@ -223,3 +223,63 @@ def test_a_symbolic_size_refuses_products_and_ops_that_need_a_static_size_name_i
     with pytest.raises(TypeError, match="symbolic size"):
         Tensor.arange(s)
     assert v.flatten(1, 1).shape == (4, s) and float(v.sum().numpy()) == 12.0
+
+
+def test_a_slice_end_past_the_symbolic_size_for_some_value_is_refused_when_built():
+    x = Tensor(np.arange(40, dtype=np.float32).reshape(4, 10))
+    n, m = Variable("n", 0, 7), Variable("m", 1, 7)
+    with pytest.raises(ShapeError, match="some value"):
+        x[:, :n.bind(1)][:, :3]  # numpy would give (4, 1): past n's value
+    with pytest.raises(ShapeError, match="some value"):
+        x[:, :n.bind(3)][:, :m.bind(6)]
+    assert x[:, :n.bind(5) + 2][:, :n.bind(5)].shape[1].name == "n"  # n <= n + 2: fine
+
+
+def test_one_dimensional_symbolic_targets_and_like_tensors_take_their_variables_values():
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    n = Variable("n", 0, 8)
+    y = Tensor(a)[:, :n.bind(3)]
+    assert y.full_like(2.0).sum(1).numpy().tolist() == [6] * 4
+    assert y.ones_like().sum(1).numpy().tolist() == [3] * 4
+    assert y.zeros_like().numpy().shape == (4, 3)
+    x = Tensor(np.zeros(8, np.float32)).realize()
+    x[:n.bind(3)] = 1.0
+    assert x.numpy().tolist() == [1, 1, 1, 0, 0, 0, 0, 0]
+    t = x[:n.bind(4)]
+    assert t.reshape(t.shape[0]).numpy().tolist() == [1, 1, 1, 0]
+    with pytest.raises(ShapeError, match="full_like"):
+        Tensor.full((t.shape[0],), 1.0)  # a bare symbolic size has no value
+
+
+def test_variables_fit_int32_and_max_over_an_axis_bound_to_zero_gives_the_identity():
+    with pytest.raises(ValueError, match="int32"):
+        Variable("big", 0, 2**40)
+    with pytest.raises(ValueError, match="past int32"):
+        Variable("n", 0, 2**31 - 1).bind(5) + 1
+    x = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
+    n = Variable("n", 0, 4)
+    assert x[:, :n.bind(0)].softmax(1).numpy().shape == (3, 0)  # as on a static empty axis
+    assert x[:, :n.bind(0)].max(1).numpy().tolist() == [-np.inf] * 3
+    assert x[:, :n.bind(2)].max(1).numpy().tolist() == [1, 5, 9]
+
+
+def test_jit_refuses_one_variable_bound_to_two_values_and_bakes_in_a_closure_variable():
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    x = Tensor(a)
+    n = Variable("n", 1, 8)
+
+    @tolk.jit
+    def f(t, p, q):
+        return t[:, :p].sum(1).realize(), t[:, :q].sum(1).realize()
+
+    f(x, n.bind(2), n.bind(3))
+    with pytest.raises(tolk.errors.JitError, match="bound to 4 and to 5"):
+        f(x, n.bind(4), n.bind(5))
+    bound = Variable("k", 1, 8).bind(5)
+
+    @tolk.jit
+    def g(t):
+        return t[:, :bound].sum(1)
+
+    for _ in range(3):
+        assert g(x).numpy().tolist() == a[:, :5].sum(1).tolist()

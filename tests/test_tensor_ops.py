@@ -740,6 +740,51 @@ def test_cumsum_is_one_kernel_a_new_tensor_and_accumulates_as_sum():
     assert Tensor([1, 2, 3]).cumprod(dtype="float32").numpy().tolist() == [1, 2, 6]
 
 
+def test_uniform_stays_below_high_in_every_float_dtype():
+    Tensor.manual_seed(0)
+    for d in ("bfloat16", "float16", "float32"):
+        u = Tensor.uniform(50000, low=1.0, high=2.0, dtype=d).cast("float32").numpy()
+        assert u.min() >= 1.0 and u.max() < 2.0
+    with pytest.raises(TypeError, match="floats"):
+        Tensor.uniform(3, dtype="int32")
+
+
+def test_silu_of_ints_is_float32_and_numpy_scalar_infinities_are_value_errors():
+    for d in (np.int32, np.int64, np.uint8):
+        assert Tensor(np.array([1, 2], d)).silu().dtype.np == np.float32
+    for bad in (np.float32("inf"), np.float16("nan")):
+        with pytest.raises(ValueError, match="cannot represent"):
+            Tensor.full((2,), bad, dtype="int32")
+
+
+def test_tensors_from_big_endian_arrays_and_lists_of_typed_arrays_keep_their_values_and_dtypes():
+    assert Tensor(np.arange(4, dtype=">f4")).numpy().tolist() == [0, 1, 2, 3]
+    assert Tensor(np.arange(3, dtype=">i8")).dtype.np == np.int64
+    assert Tensor([np.array([200, 3], np.uint8), np.array([7, 9], np.uint8)]).dtype.np == np.uint8
+    ts = [Tensor(np.array([1, 2], np.int8)), Tensor(np.array([3, 4], np.int8))]
+    assert Tensor(ts).dtype.np == np.int8 and Tensor(ts).numpy().tolist() == [[1, 2], [3, 4]]
+    assert Tensor([1.5, 2]).dtype.np == np.float32  # Python scalars: the defaults
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert Tensor(np.float16(1.5)).item() == 1.5
+
+
+def test_conv2d_and_embedding_name_weights_that_are_no_tensors():
+    x = Tensor(np.zeros((1, 1, 3, 3), np.float32))
+    with pytest.raises(TypeError, match="conv2d takes Tensors"):
+        x.conv2d(np.ones((1, 1, 2, 2), np.float32))
+    with pytest.raises(TypeError, match="conv2d takes Tensors"):
+        x.conv2d(Tensor.ones(1, 1, 2, 2), bias=[1.0])
+    with pytest.raises(TypeError, match="embedding takes Tensors"):
+        Tensor(np.array([0])).embedding(np.zeros((2, 2), np.float32))
+
+
+def test_bfloat16_concatenation_keeps_negative_zeros():
+    a, b = Tensor([-0.0, 1.0], dtype="bfloat16"), Tensor([-0.0], dtype="bfloat16")
+    assert np.signbit(a.cat(b).cast("float32").numpy()).tolist() == [True, False, True]
+    assert np.signbit(Tensor.stack(b, b).cast("float32").numpy()).all()
+
+
 def test_sum_over_a_zero_size_axis_is_zero():
     assert_matches(Tensor.zeros(2, 0, 3).sum(1).numpy(), np.zeros((2, 3), np.float32))
     assert_matches(Tensor.zeros(0, 3).sum().numpy(), np.float32(0))

@@ -577,8 +577,8 @@ def assign(target: Tensor, x) -> Tensor:
         if isinstance(x, np.ndarray) and target.dtype is not dtypes.bfloat16:  # (bfloat16's
             x = x.astype(target.dtype.np)  # numpy dtype is its storage: Tensor rounds to it)
         x = Tensor(x, device=target.device, dtype=target.dtype)
-    elif not isinstance(x, Tensor):
-        x = Tensor.full(target.shape, x, target.dtype, target.device)
+    elif not isinstance(x, Tensor):  # (a symbolic size: its value from the target's graph)
+        x = target.full_like(x)
     if x.shape != target.shape:
         # numpy assignment broadcasting: leading size-1 axes may go, then broadcast
         shape = x.shape

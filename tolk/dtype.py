@@ -103,6 +103,8 @@ def to_dtype(x: DType | str | type | np.dtype) -> DType:
         npd = np.dtype(x)
     except TypeError:
         raise TypeError(f"not a dtype: {x!r}") from None
+    if npd.byteorder not in "=|":  # big-endian data: its values are what count
+        npd = npd.newbyteorder("=")
     if npd not in _NP_TO_DTYPE:
         raise TypeError(f"numpy dtype {npd} has no tolk equivalent")
     return _NP_TO_DTYPE[npd]

@@ -352,12 +352,27 @@ class Tensor:
     @staticmethod
     def full(shape, fill_value: Scalar, dtype: DType | str | None = None,
              device: str | None = None) -> Tensor:
+        return Tensor._full(shape, fill_value, dtype, device, ())
+
+    @staticmethod
+    def _full(shape, fill_value: Scalar, dtype, device, binds: tuple[UOp, ...]) -> Tensor:
+        """`full`; a symbolic size takes its value from `binds` (BIND nodes riding along)."""
         shape = _shape_arg(shape)
         d = to_dtype(dtype) if dtype is not None else _scalar_default_dtype(fill_value)
         dev = UOp(Ops.DEVICE, dtypes.void, (), canonical_device(device or "CPU"))
         t = Tensor(UOp(Ops.CONST, d, (dev,), _py_value(fill_value, d)))
+        if not shape:
+            return t
+        ones = t.reshape((1,) * len(shape))
+        syms = sorted({x.name for x in shape if isinstance(x, Sym)})
+        if syms:
+            have = {b.src[0].arg[0]: b for b in binds}
+            if any(n not in have for n in syms):
+                raise ShapeError(f"a tensor of shape {shape} needs values for {syms}: make it "
+                                 "with full_like on a tensor of that shape")
+            return Tensor(ones._mov(Ops.EXPAND, shape, tuple(have[n] for n in syms)).uop)
         # a tensor of its own (as numpy's full: writable), not a view of the 0-d constant
-        return Tensor(t.reshape((1,) * len(shape)).expand(shape).uop) if shape else t
+        return Tensor(ones.expand(shape).uop)
 
     @staticmethod
     def zeros(*shape, dtype=None, device=None) -> Tensor:
@@ -368,13 +383,17 @@ class Tensor:
         return Tensor.full(_shape_arg(shape), 1, dtype or dtypes.default_float, device)
 
     def zeros_like(self, dtype=None) -> Tensor:
-        return Tensor.full(self.shape, 0, dtype or self.dtype, self.device)
+        return self.full_like(0, dtype)
 
     def ones_like(self, dtype=None) -> Tensor:
-        return Tensor.full(self.shape, 1, dtype or self.dtype, self.device)
+        return self.full_like(1, dtype)
 
     def full_like(self, fill_value: Scalar, dtype=None) -> Tensor:
-        return Tensor.full(self.shape, fill_value, dtype or self.dtype, self.device)
+        """A tensor of this one's shape filled with `fill_value` (a symbolic size takes the
+        value bound in this tensor's graph)."""
+        syms = [x.name for x in self.shape if isinstance(x, Sym)]
+        return Tensor._full(self.shape, fill_value, dtype or self.dtype, self.device,
+                            self._binds(syms) if syms else ())
 
     @staticmethod
     def empty(*shape, dtype=None, device=None) -> Tensor:
@@ -439,7 +458,16 @@ class Tensor:
 
     @staticmethod
     def uniform(*shape, low=0.0, high=1.0, dtype=None, device=None) -> Tensor:
-        return Tensor.rand(*shape, dtype=dtype, device=device) * (high - low) + low
+        """Uniform in [low, high): drawn in float64 and rounded to the dtype, a value that
+        rounds up to `high` becomes the largest one below it (as `rand`)."""
+        d = to_dtype(dtype or dtypes.default_float)
+        if not d.is_float:
+            raise TypeError(f"uniform draws floats, got dtype {d.name}")
+        x = Tensor._rng().random(_shape_arg(shape)) * (high - low) + low
+        if high > low:
+            top = _largest_below(float(high), d)
+            x = np.minimum(x, top)  # `top` is a value of `d`: it rounds to itself
+        return Tensor(x, device=device, dtype=d)
 
     # -- elementwise --------------------------------------------------------------------------
 
@@ -750,7 +778,8 @@ class Tensor:
         return 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())
 
     def silu(self) -> Tensor:
-        return self * self.sigmoid()
+        x = self._float()  # an int tensor: float32, as sigmoid (not int times float32)
+        return x * x.sigmoid()
 
     def square(self) -> Tensor:
         """x * x; a bool tensor squares to int8, as numpy's."""
@@ -858,9 +887,12 @@ class Tensor:
         return self.cast(dtype or self._acc_dtype())._reduce(op, axis, keepdim)
 
     def max(self, axis=None, keepdim: bool = False) -> Tensor:
+        """Largest value along `axis`; over a zero-size axis a ShapeError (numpy raises), over
+        a symbolic axis bound to 0 the identity (-inf, or the dtype's lowest value)."""
         return self._reduce(Ops.MAX, axis, keepdim)
 
     def min(self, axis=None, keepdim: bool = False) -> Tensor:
+        """Smallest value along `axis` (as `max`)."""
         return self._reduce(Ops.MIN, axis, keepdim)
 
     def any(self, axis=None, keepdim: bool = False) -> Tensor:
@@ -1129,8 +1161,9 @@ class Tensor:
                 # the size e - b would fall as the variable grows: not a shape tolk can hold
                 raise ShapeError(f"shrink {arg} of shape {self.shape}: a variable start {b} "
                                  f"needs an end of the same variable plus an offset, got {e}")
-            if not (smin(b) >= 0 and _le(b, e) and smax_(e) <= smax_(size)):
-                raise ShapeError(f"shrink {arg} is out of bounds for shape {self.shape}")
+            if not (smin(b) >= 0 and _le(b, e) and _le(e, size)):  # for every value bound
+                raise ShapeError(f"shrink {arg} is out of bounds for shape {self.shape} (for "
+                                 "some value of its variables)")
             bounds.append((b, e))
         bounds = tuple(bounds)
         if all(b == 0 and e == s for (b, e), s in zip(bounds, self.shape)):
@@ -1350,6 +1383,7 @@ class Tensor:
 
         Out-of-range indices are clipped to the valid range, not an error (a lazy program
         cannot raise numpy's IndexError mid-run; see `gather`)."""
+        _all_tensors("embedding", (weight,))
         return weight.gather(self)
 
     def gather(self, idx: Tensor) -> Tensor:
@@ -1441,6 +1475,7 @@ class Tensor:
         backend runs as one matrix product per group. Integer operands give their promoted
         dtype, as `matmul` does (the sum runs in 64 bits); 16-bit floats run in float32 and are
         rounded once, as in `matmul`."""
+        _all_tensors("conv2d", (weight,) if bias is None else (weight, bias))
         if self.ndim != 4 or weight.ndim != 4:
             raise ShapeError(f"conv2d needs 4-D input and weight, "
                              f"got {self.shape} and {weight.shape}")
@@ -1552,12 +1587,12 @@ class Tensor:
 
 
 def _shape_arg(shape, allow_neg: bool = False) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
-        shape = (shape,)  # a bare int, as numpy takes it
+    if isinstance(shape, (int, np.integer, Sym)) and not isinstance(shape, (bool, np.bool_)):
+        shape = (shape,)  # a bare int (or symbolic size), as numpy takes it
     elif not isinstance(shape, (tuple, list)):
         raise TypeError(f"a shape must be an int or a tuple of ints, got {shape!r}")
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = shape[0]
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)) and not isinstance(shape[0], Sym):
+        shape = shape[0]  # one tuple (a Sym is a named tuple, and one size)
     if type(shape) is tuple and all(type(s) is int and s >= 0 for s in shape):
         return shape  # the common case: a tuple of plain non-negative ints
     out = []
@@ -1716,6 +1751,23 @@ def _broadcast_const(dtype: DType, value: Scalar, shape: tuple) -> UOp:
     return u
 
 
+def _largest_below(high: float, d: DType) -> float:
+    """The largest value of float dtype `d` below `high`."""
+    from tolk.dtype import bf16_to_f32, f32_to_bf16
+
+    if d is dtypes.bfloat16:
+        bits = int(f32_to_bf16(np.array([high]))[0])
+        v = float(bf16_to_f32(np.array([bits], np.uint16))[0])
+        if v >= high:  # one step down: the bit pattern of a positive value less one
+            step = -1 if v > 0 else 1
+            v = float(bf16_to_f32(np.array([bits + step if v != 0 else 0x8001], np.uint16))[0])
+        return v
+    t = d.np.type(high)
+    if float(t) >= high:
+        t = np.nextafter(t, d.np.type(-np.inf))
+    return float(t)
+
+
 def _py_value(x: Scalar, d: DType) -> Scalar:
     """`x` as a Python value of dtype `d`; an int that `d` cannot hold is an error (numpy 2),
     and so is anything that is no real scalar (a list, None, a complex number)."""
@@ -1725,7 +1777,7 @@ def _py_value(x: Scalar, d: DType) -> Scalar:
     if d is dtypes.bool:
         return bool(x)
     if d.is_int:
-        if isinstance(x, float):
+        if isinstance(x, (float, np.floating)):
             if not math.isfinite(x):
                 raise ValueError(f"cannot represent {x} as {d.name}")
             x = int(x)
@@ -1765,9 +1817,9 @@ def _to_numpy(data: Any, want: DType | None) -> np.ndarray:
                 raise ValueError(f"data does not fit {want.name}: {e}") from None
         arr = np.asarray(data)
         if arr.dtype == object or (arr.dtype.kind == "f" and arr.size
-                                   and max(-arr.min(), arr.max()) >= 2.0 ** 63):
+                                   and max(-float(arr.min()), float(arr.max())) >= 2.0 ** 63):
             arr = _wide_ints(data, arr)
-        if want is None and not isinstance(data, np.generic):
+        if want is None and not isinstance(data, np.generic) and _python_leaves(data):
             # Python floats become float32, Python ints int32 (tensor-library defaults)
             if arr.dtype.kind == "f":
                 arr = arr.astype(np.float32)
@@ -1782,6 +1834,16 @@ def _to_numpy(data: Any, want: DType | None) -> np.ndarray:
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"unsupported numpy dtype {arr.dtype} for a tensor")
     return arr
+
+
+def _python_leaves(data: Any) -> bool:
+    """Whether nested lists hold Python scalars (their first leaf tells): those take the
+    tensor-library defaults; numpy arrays, numpy scalars and tensors keep their dtypes (as
+    in ``np.array(list)``)."""
+    x = data
+    while isinstance(x, (list, tuple)) and x:
+        x = x[0]
+    return not isinstance(x, (np.ndarray, np.generic, Tensor))
 
 
 def _wide_ints(data: Any, arr: np.ndarray) -> np.ndarray:

@@ -12,6 +12,9 @@ from tolk.dtype import dtypes
 from tolk.uop.ops import Ops, UOp
 
 
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+
+
 class Variable:
     """A named integer with inclusive bounds ``min_ <= value <= max_``."""
 
@@ -22,6 +25,8 @@ class Variable:
             raise TypeError(f"variable {name!r} bounds must be ints, got {min_!r} and {max_!r}")
         if min_ > max_:
             raise ValueError(f"variable {name!r} has min {min_} > max {max_}")
+        if not _INT32[0] <= min_ <= max_ <= _INT32[1]:  # kernels read it as an int32
+            raise ValueError(f"variable {name!r} range [{min_}, {max_}] does not fit int32")
         self.name, self.min, self.max = name, min_, max_
         self.uop = UOp(Ops.DEFINE_VAR, dtypes.int32, (), (name, min_, max_))
 
@@ -46,6 +51,9 @@ class BoundVariable:
     variables do, where a 0-d int32 tensor would make float32 math float64 (numpy)."""
 
     def __init__(self, var: Variable, value: int, add: int = 0):
+        if not _INT32[0] <= var.min + add <= var.max + add <= _INT32[1]:
+            raise ValueError(f"variable {var.name!r} plus {add} ranges over [{var.min + add}, "
+                             f"{var.max + add}], past int32 (kernels compute it in int32)")
         self.var, self.add = var, add
         self.value = value + add
         self.uop = UOp(Ops.BIND, dtypes.int32, (var.uop, UOp.const(dtypes.int32, value)))

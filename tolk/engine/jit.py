@@ -153,6 +153,11 @@ class _Capturer:
         self.pending_before = pending_before  # run outside the capture when read (callify)
 
     def add_linear(self, linear: UOp, var_vals: dict[str, int]) -> None:
+        for name, value in var_vals.items():
+            if self.var_vals.get(name, value) != value:
+                raise JitError(f"variable {name!r} is bound to {self.var_vals[name]} and to "
+                               f"{value} in one captured function: a replay has one value per "
+                               "variable (use two variables)")
         self.calls.extend(linear.src)
         self.var_vals.update(var_vals)
 
@@ -179,6 +184,7 @@ class CapturedJit:
         self.stored: set[UOp] = set()  # the buffers the plan writes
         self.seen_assigns = 0  # `callify.assign_count` when pending assigns were last run
         self.in_kinds: list = []  # per argument tensor: None, or a sharded one's layout
+        self.baked_vals: dict[str, int] = {}  # variables the arguments do not bind
         self.initial: dict[UOp, np.ndarray] = {}  # host data made inside, then written
         try:
             self.signature: inspect.Signature | None = inspect.signature(fn)
@@ -255,6 +261,8 @@ class CapturedJit:
         capturing.remove(cap)
         self.in_sigs = [_signature(t) for t in tensors]
         self.var_names = [_var_signature(b) for b in binds]
+        given = {b.name for b in binds}  # variables bound inside or from a closure: baked in
+        self.baked_vals = {k: v for k, v in cap.var_vals.items() if k not in given}
         self.in_alias = _aliases(in_bufs)
         self.out_views = [o.uop for o in out_tensors]
         self.out_bufs = list({_base(o.uop): None for o in out_tensors})  # distinct buffers
@@ -354,7 +362,7 @@ class CapturedJit:
             set_storage(nb, np.zeros(nb.nbytes, np.uint8) if start is None else start.copy())
             new_bufs.append(nb)
         outs = [typed_view(b) for b in new_bufs]
-        var_vals = {b.name: _var_value(b) for b in binds}
+        var_vals = {**self.baked_vals, **{b.name: _var_value(b) for b in binds}}
         with np.errstate(all="ignore"):
             for kernel, specs in self.plan:
                 bufs = [s[1] if s[0] == "fixed" else (ins[s[1]] if s[0] == "in" else outs[s[1]])

@@ -196,8 +196,10 @@ class _Codegen:
         most one other leaf before it; overlapping PADs first); never for bfloat16, rounded
         after every add."""
         pads = [i for i, x in enumerate(leaves) if x.op is Ops.PAD and self.users.get(x, 0) == 1]
-        if len(pads) < 2 or n.dtype is dtypes.bfloat16:
+        if len(pads) < 2:
             return False
+        if n.dtype is dtypes.bfloat16:  # only a concatenation: copies, no add to round
+            return len(pads) == len(leaves) and _disjoint(leaves)
         if not n.dtype.is_float:
             return True
         adds = set(inner)
@@ -345,8 +347,13 @@ class _Codegen:
             # from a C-contiguous array always, so fusion (which decides the layout a kernel
             # sees) never changes a float sum
             return f"ordered_reduce({_REDUCE[rop]}, {x}, {tuple(axes)}, {self.const(cdt)})"
+        initial = ""
+        if rop in (Ops.MAX, Ops.MIN) and any(isinstance(shape_of(n.src[0])[a], Sym)
+                                             for a in axes):
+            # a symbolic axis may be bound to 0 at run time: the identity, not a numpy error
+            initial = f", initial={self.const(_identity(rop, np.dtype(cdt)))}"
         return (f"{_REDUCE[rop]}.reduce({x}, axis={tuple(axes)}, keepdims=True, "
-                f"dtype={self.const(cdt)})")
+                f"dtype={self.const(cdt)}{initial})")
 
     def movement(self, n: UOp, x: str) -> str:
         op, arg = n.op, n.arg
@@ -629,6 +636,17 @@ def exact_where_not_finite(r: np.ndarray, a: np.ndarray, b: np.ndarray,
         prods = np.multiply(av[at], bv[at])  # (n bad, *reduced axes)
         out[bad] = np.add.reduce(prods.reshape(len(where[0]), -1), axis=-1, dtype=r.dtype)
     return out
+
+
+def _identity(rop: Ops, dt: np.dtype):
+    """The identity of max (the lowest value) or min (the highest) in numpy dtype `dt`."""
+    low = rop is Ops.MAX
+    if dt.kind == "f":
+        return dt.type(-np.inf if low else np.inf)
+    if dt.kind == "b":
+        return not low
+    info = np.iinfo(dt)
+    return dt.type(info.min if low else info.max)
 
 
 def ordered_reduce(op, x, axes: tuple[int, ...], dtype) -> np.ndarray:
