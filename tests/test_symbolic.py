@@ -283,3 +283,19 @@ def test_jit_refuses_one_variable_bound_to_two_values_and_bakes_in_a_closure_var
 
     for _ in range(3):
         assert g(x).numpy().tolist() == a[:, :5].sum(1).tolist()
+
+
+def test_a_realize_whose_parts_bind_a_variable_to_two_values_runs_them_apart():
+    n = Variable("n", 0, 6)
+    a = np.arange(18, dtype=np.float32).reshape(6, 3)
+    x = Tensor(a.copy()).realize()
+    x[:n.bind(2)] = 1.0  # pending, with n = 2
+    assert x[:n.bind(3)].sum(0).numpy().tolist() == [8, 9, 10]
+    y = Tensor(a.copy()).realize()
+    s = y[:n.bind(2)].sum()  # a lazy reader of the values before the assign
+    y[:n.bind(4)] = 0.0
+    want = a.copy()
+    want[:4] = 0
+    assert y.numpy().tolist() == want.tolist() and s.item() == 15
+    with pytest.raises(ValueError, match="bound to both"):  # within one expression: refused
+        (x[:n.bind(2)].sum() + x[:n.bind(3)].sum()).numpy()

@@ -353,6 +353,7 @@ def realize(tensors, run: bool = True):
     else:
         key, bufs, binds, nodes = program_key(*roots, *pending, tag=_REALIZE)
         # also with run=False: the schedule shown is the one a realize would run
+        asked = tensors
         more, finals = _closure(tensors, nodes)
         if more is not tensors:
             tensors = more
@@ -360,6 +361,8 @@ def realize(tensors, run: bool = True):
             key, bufs, binds, nodes = program_key(
                 *(t.uop for t in computed), *pending, tag=_REALIZE)
             form = None
+        if run and _binds_disagree(binds) and _realize_apart(asked, tensors, nodes):
+            return realize(asked)  # what was taken along ran first, with its own values
         if not computed and not pending:
             return (UOp(Ops.LINEAR, src=()), {}) if not run else None
         given = {id(t): i for i, t in enumerate(computed)}
@@ -683,6 +686,35 @@ def take_pending_assigns() -> list[Tensor]:
             out.extend(list(views)[:1])
     record[0].clear()
     return out
+
+
+def _binds_disagree(binds) -> bool:
+    """Whether two of these BIND nodes give one variable two values."""
+    seen: dict[str, int] = {}
+    return any(seen.setdefault(b.src[0].arg[0], b.src[1].arg) != b.src[1].arg for b in binds)
+
+
+def _realize_apart(asked: list[Tensor], tensors: list[Tensor], nodes) -> bool:
+    """A realize whose parts bind one variable to two values (each statement bound it once:
+    a reader of a state, or a pending assign, made with another value) runs its parts one
+    after another, as the statements ran: first the lazy tensors taken along (they read
+    states the rest overwrites), else the pending assigns. False when there is nothing to run
+    apart (the values disagree within what was asked: a ScheduleError follows)."""
+    ids = {id(t) for t in asked}
+    extra = [t for t in tensors if id(t) not in ids]
+    if extra:
+        realize(extra)
+        return True
+    below = {n.src[0] for n in nodes if n.op is Ops.AFTER}
+    states = [n for n in nodes if n.op is Ops.AFTER and n not in below]
+    if not states:
+        return False
+    views = []
+    for st in states:
+        held = list(_views.get(st, ()))[:1]
+        views.append(held[0] if held else Tensor(st))
+    realize(views)
+    return True
 
 
 def _conflicting_binds(a: UOp, b: UOp) -> bool:
