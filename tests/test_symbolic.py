@@ -299,3 +299,13 @@ def test_a_realize_whose_parts_bind_a_variable_to_two_values_runs_them_apart():
     assert y.numpy().tolist() == want.tolist() and s.item() == 15
     with pytest.raises(ValueError, match="bound to both"):  # within one expression: refused
         (x[:n.bind(2)].sum() + x[:n.bind(3)].sum()).numpy()
+
+
+def test_negative_slice_bounds_count_from_the_end_of_a_symbolic_axis():
+    a = np.arange(40, dtype=np.float32).reshape(4, 10)
+    n = Variable("n", 2, 7)
+    y = Tensor(a)[:, :n.bind(4) + 3]  # (4, n + 3), 7 columns now
+    assert y[:, :-1].numpy().tolist() == a[:, :7][:, :-1].tolist()
+    assert y[:, -2:].numpy().tolist() == a[:, :7][:, -2:].tolist()
+    m = Variable("m", 7, 10)
+    assert Tensor(a)[:, -3:m.bind(9)].numpy().tolist() == a[:, -3:9].tolist()

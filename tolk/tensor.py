@@ -1265,8 +1265,11 @@ class Tensor:
             elif isinstance(i, slice) and _is_symbolic_slice(i, x.shape[axis]):
                 if i.step not in (None, 1):
                     raise IndexError(f"a slice with a variable bound needs step 1, got {i}")
+                size = x.shape[axis]
                 start = 0 if i.start is None else i.start
-                stop = x.shape[axis] if i.stop is None else i.stop
+                stop = size if i.stop is None else i.stop
+                # a negative int bound counts from the end, as numpy's (size - k: a Sym too)
+                start, stop = (size + v if type(v) is int and v < 0 else v for v in (start, stop))
                 x = x.shrink(tuple((start, stop) if a == axis else None for a in range(x.ndim)))
                 out_shape.append(x.shape[axis])
             elif isinstance(i, slice):
