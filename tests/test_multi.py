@@ -182,3 +182,15 @@ def test_a_sharded_16_bit_sum_adds_the_partial_sums_in_float32():
         got = Tensor(h).shard(devs, 0).sum()
         assert got.dtype.np == np.float16
         assert got.item() == Tensor(h).sum().item() == h.astype(np.float32).sum().astype(np.float16)
+
+
+def test_a_plain_tensor_defers_where_maximum_and_minimum_to_a_sharded_one():
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    m = Tensor(a).shard(("CPU:1", "CPU:2"), 0)
+    t = Tensor(a[::-1].copy())
+    for got, want in (((t > 3).where(m, 0.0), np.where(a[::-1] > 3, a, 0)),
+                      ((t > 3).where(0.0, m), np.where(a[::-1] > 3, 0, a)),
+                      (t.maximum(m), np.maximum(a[::-1], a)),
+                      (t.minimum(m), np.minimum(a[::-1], a))):
+        assert isinstance(got, MultiTensor)
+        np.testing.assert_array_equal(got.numpy(), want)

@@ -747,6 +747,10 @@ def test_uniform_stays_below_high_in_every_float_dtype():
         assert u.min() >= 1.0 and u.max() < 2.0
     with pytest.raises(TypeError, match="floats"):
         Tensor.uniform(3, dtype="int32")
+    u = Tensor.uniform(20000, low=0.1, high=0.2, dtype="float16").numpy()
+    assert float(u.min()) >= 0.1 and float(u.max()) < 0.2  # no end rounds out of the range
+    v = Tensor.uniform(3, low=Tensor([0.0, 1.0, 2.0]), high=3.0).numpy()  # per element
+    assert (v >= [0, 1, 2]).all() and (v < 3).all()
 
 
 def test_silu_of_ints_is_float32_and_numpy_scalar_infinities_are_value_errors():
@@ -2482,6 +2486,19 @@ def test_an_assign_that_reads_a_tensor_whose_assign_failed_reads_its_value_befor
     with pytest.raises(ValueError, match="negative integer powers"):
         y.realize()
     assert x.numpy().tolist() == [0, 1, 2, 3] and y.numpy().tolist() == [10, 21]
+
+
+def test_after_a_failed_run_a_pending_assign_that_read_an_output_that_ran_reads_its_buffer():
+    y = Tensor(np.array([1, 2, 3], np.int32)).realize()
+    x = Tensor(np.zeros(3, np.int32)).realize()
+    s = y + 1
+    y.assign(y * 10)
+    y.assign(y ** (y * 0 - 1))  # fails when it runs
+    x.assign(s + y)
+    t = y + s
+    with pytest.raises(ValueError, match="negative integer powers"):
+        t.realize()
+    assert t.numpy().tolist() == [12, 23, 34] and x.numpy().tolist() == [12, 23, 34]
 
 
 def test_after_a_failed_run_a_tensor_that_read_a_state_before_an_assign_keeps_that_value():

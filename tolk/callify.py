@@ -320,7 +320,7 @@ def _copy_old_states(sink: UOp) -> UOp:
     return new[sink]
 
 
-def realize(tensors, run: bool = True):
+def realize(tensors, run: bool = True, _split: bool = True):
     """Compute `tensors` in one schedule; with ``run=False`` return ``(LINEAR, var_vals)`` only.
 
     A view of a live lazy tensor is computed by realizing that tensor (the view then reads
@@ -361,8 +361,8 @@ def realize(tensors, run: bool = True):
             key, bufs, binds, nodes = program_key(
                 *(t.uop for t in computed), *pending, tag=_REALIZE)
             form = None
-        if run and _binds_disagree(binds) and _realize_apart(asked, tensors, nodes):
-            return realize(asked)  # what was taken along ran first, with its own values
+        if run and _split and _binds_disagree(binds) and _realize_apart(asked, tensors, nodes):
+            return realize(asked, _split=False)  # what was taken along ran first
         if not computed and not pending:
             return (UOp(Ops.LINEAR, src=()), {}) if not run else None
         given = {id(t): i for i, t in enumerate(computed)}
@@ -498,6 +498,12 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
             new = sub(t.uop)
             if new is not t.uop:
                 t.uop = new
+        for state in _view_states():  # pending assigns whose values hold one of them
+            if state.op is Ops.AFTER and (new := sub(state)) is not state:
+                for t in list(_views.pop(state, ())):
+                    t.uop = sub(t.uop)
+                    _register_view(t)
+                _note_pending(new)
     if mapping:
         _rebase(_Substitution(mapping))
     unwritten = {b for b in finals if not writers.get(b) or writers[b][0] > done}
@@ -698,22 +704,19 @@ def _realize_apart(asked: list[Tensor], tensors: list[Tensor], nodes) -> bool:
     """A realize whose parts bind one variable to two values (each statement bound it once:
     a reader of a state, or a pending assign, made with another value) runs its parts one
     after another, as the statements ran: first the lazy tensors taken along (they read
-    states the rest overwrites), else the pending assigns. False when there is nothing to run
-    apart (the values disagree within what was asked: a ScheduleError follows)."""
+    states the rest overwrites), then each pending assign's final state; the asked tensors
+    follow (`realize` again, once). False when there is nothing to run apart (the values
+    disagree within what was asked: a ScheduleError follows)."""
     ids = {id(t) for t in asked}
-    extra = [t for t in tensors if id(t) not in ids]
-    if extra:
-        realize(extra)
-        return True
+    parts = [t for t in tensors if id(t) not in ids]
     below = {n.src[0] for n in nodes if n.op is Ops.AFTER}
-    states = [n for n in nodes if n.op is Ops.AFTER and n not in below]
-    if not states:
-        return False
-    views = []
-    for st in states:
+    for st in [n for n in nodes if n.op is Ops.AFTER and n not in below]:
         held = list(_views.get(st, ()))[:1]
-        views.append(held[0] if held else Tensor(st))
-    realize(views)
+        parts.append(held[0] if held else Tensor(st))
+    if not parts:
+        return False
+    for t in parts:  # one at a time: each bound its variables once (an error otherwise)
+        realize([t], _split=False)
     return True
 
 

@@ -191,6 +191,12 @@ class MultiTensor:
         """``cond.where(x, y)`` shard by shard (x and y split as the condition is)."""
         return self._map(lambda c, a, b: c.where(a, b), x, y)
 
+    def _where_of(self, cond, x, y):
+        """``cond.where(x, y)`` for a plain tensor `cond` and this one among x and y: split as
+        this one is."""
+        parts = [self._match(o) for o in (cond, x, y)]
+        return MultiTensor([c.where(a, b) for c, a, b in zip(*parts)], self.axis)
+
     def _arg(self, name: str, axis, keepdim: bool):
         if axis is not None:
             ax = _norm_axis(axis, self.ndim)

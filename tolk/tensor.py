@@ -365,11 +365,8 @@ class Tensor:
             return t
         ones = t.reshape((1,) * len(shape))
         syms = sorted({x.name for x in shape if isinstance(x, Sym)})
-        if syms:
+        if syms and binds:  # (without: the values come from what it is combined with)
             have = {b.src[0].arg[0]: b for b in binds}
-            if any(n not in have for n in syms):
-                raise ShapeError(f"a tensor of shape {shape} needs values for {syms}: make it "
-                                 "with full_like on a tensor of that shape")
             return Tensor(ones._mov(Ops.EXPAND, shape, tuple(have[n] for n in syms)).uop)
         # a tensor of its own (as numpy's full: writable), not a view of the 0-d constant
         return Tensor(ones.expand(shape).uop)
@@ -463,10 +460,12 @@ class Tensor:
         d = to_dtype(dtype or dtypes.default_float)
         if not d.is_float:
             raise TypeError(f"uniform draws floats, got dtype {d.name}")
+        if isinstance(low, Tensor) or isinstance(high, Tensor):  # bounds per element
+            return Tensor.rand(*shape, dtype=d, device=device) * (high - low) + low
         x = Tensor._rng().random(_shape_arg(shape)) * (high - low) + low
-        if high > low:
-            top = _largest_below(float(high), d)
-            x = np.minimum(x, top)  # `top` is a value of `d`: it rounds to itself
+        if high > low:  # the ends as values of `d` (each rounds to itself)
+            x = np.clip(x, _step_inside(float(low), d, up=True),
+                        _step_inside(float(high), d, up=False))
         return Tensor(x, device=device, dtype=d)
 
     # -- elementwise --------------------------------------------------------------------------
@@ -562,10 +561,10 @@ class Tensor:
         return out
 
     def maximum(self, x) -> Tensor:
-        return self._binop(Ops.MAX, x)
+        return x.maximum(self) if type(x) in DEFER_TO else self._binop(Ops.MAX, x)
 
     def minimum(self, x) -> Tensor:
-        return self._binop(Ops.MIN, x)
+        return x.minimum(self) if type(x) in DEFER_TO else self._binop(Ops.MIN, x)
 
     def _cmp(self, op: Ops, x, reverse=False) -> Tensor:
         """A comparison; a Python int the tensor's dtype cannot hold compares by value, as in
@@ -685,7 +684,11 @@ class Tensor:
         return self.cast(dtypes.bool)._alu(Ops.NOT)
 
     def where(self, x, y) -> Tensor:
-        """``cond.where(x, y)``: x where self is true, else y (numpy broadcasting and promotion)."""
+        """``cond.where(x, y)``: x where self is true, else y (numpy broadcasting and promotion;
+        with a sharded x or y, sharded as it is)."""
+        for v in (x, y):
+            if type(v) in DEFER_TO:
+                return v._where_of(self, x, y)
         for v in (x, y):
             if not isinstance(v, (Tensor, BoundVariable, bool, int, float, np.generic)):
                 raise TypeError(f"where takes Tensors and scalars, got {type(v).__name__}: wrap "
@@ -1269,7 +1272,9 @@ class Tensor:
                 start = 0 if i.start is None else i.start
                 stop = size if i.stop is None else i.stop
                 # a negative int bound counts from the end, as numpy's (size - k: a Sym too)
-                start, stop = (size + v if type(v) is int and v < 0 else v for v in (start, stop))
+                start, stop = (size + int(v) if isinstance(v, (int, np.integer)) and
+                               not isinstance(v, (bool, np.bool_)) and v < 0 else v
+                               for v in (start, stop))
                 x = x.shrink(tuple((start, stop) if a == axis else None for a in range(x.ndim)))
                 out_shape.append(x.shape[axis])
             elif isinstance(i, slice):
@@ -1559,7 +1564,9 @@ class Tensor:
         return self
 
     def schedule_linear(self, *others: Tensor):
-        """The planned LINEAR that `realize` would run, without allocating or running anything."""
+        """The planned LINEAR that `realize` would run, without allocating or running anything
+        (where realize runs parts apart, their variables bound to two values, a ScheduleError:
+        one LINEAR cannot show it)."""
         return self.linear_with_vars(*others)[0]
 
     def linear_with_vars(self, *others: Tensor):
@@ -1754,20 +1761,26 @@ def _broadcast_const(dtype: DType, value: Scalar, shape: tuple) -> UOp:
     return u
 
 
-def _largest_below(high: float, d: DType) -> float:
-    """The largest value of float dtype `d` below `high`."""
-    from tolk.dtype import bf16_to_f32, f32_to_bf16
-
+def _step_inside(v: float, d: DType, up: bool) -> float:
+    """The value of float dtype `d` nearest `v` on the inside of a range: with `up`, the
+    smallest one >= v (a low end); else the largest one < v (a high end, excluded)."""
     if d is dtypes.bfloat16:
-        bits = int(f32_to_bf16(np.array([high]))[0])
-        v = float(bf16_to_f32(np.array([bits], np.uint16))[0])
-        if v >= high:  # one step down: the bit pattern of a positive value less one
-            step = -1 if v > 0 else 1
-            v = float(bf16_to_f32(np.array([bits + step if v != 0 else 0x8001], np.uint16))[0])
-        return v
-    t = d.np.type(high)
-    if float(t) >= high:
-        t = np.nextafter(t, d.np.type(-np.inf))
+        from tolk.dtype import bf16_to_f32, f32_to_bf16
+
+        def value(bits: int) -> float:
+            return float(bf16_to_f32(np.array([bits], np.uint16))[0])
+
+        bits = int(f32_to_bf16(np.array([v]))[0])
+        if (value(bits) < v) if up else (value(bits) >= v):  # one bfloat16 step, by its bits
+            neg = bits & 0x8000
+            if up:
+                bits = 1 if bits == 0x8000 else (bits - 1 if neg else bits + 1)
+            else:
+                bits = 0x8001 if bits == 0 else (bits + 1 if neg else bits - 1)
+        return value(bits)
+    t = d.np.type(v)
+    if (float(t) < v) if up else (float(t) >= v):
+        t = np.nextafter(t, d.np.type(np.inf if up else -np.inf))
     return float(t)
 
 

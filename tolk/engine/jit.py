@@ -261,8 +261,15 @@ class CapturedJit:
         capturing.remove(cap)
         self.in_sigs = [_signature(t) for t in tensors]
         self.var_names = [_var_signature(b) for b in binds]
-        given = {b.name for b in binds}  # variables bound inside or from a closure: baked in
+        given = {b.name for b in binds}
+        fixed = _closure_binds(self.fn)  # a variable bound outside the function: baked in
         self.baked_vals = {k: v for k, v in cap.var_vals.items() if k not in given}
+        inner = [k for k, v in self.baked_vals.items() if fixed.get(k) != v]
+        if inner:  # run what the call realized, as a plain call would have, then refuse
+            run_linear(UOp(Ops.LINEAR, src=tuple(cap.calls)), cap.var_vals)
+            raise JitError(f"variable {inner[0]!r} is bound inside the jitted function (to "
+                           f"{self.baked_vals[inner[0]]}), not passed in as an argument: a "
+                           "replay would not know its next value; pass the bound variable")
         self.in_alias = _aliases(in_bufs)
         self.out_views = [o.uop for o in out_tensors]
         self.out_bufs = list({_base(o.uop): None for o in out_tensors})  # distinct buffers
@@ -412,6 +419,28 @@ class CapturedJit:
                                f"tensor, which it writes: it was captured with different ones")
 
 
+def _closure_binds(fn: Callable) -> dict[str, int]:
+    """The values of the bound variables `fn` reads as globals or closure variables."""
+    from tolk.variable import BoundVariable
+
+    return {x.name: _var_value(x) for x in _closure_values(fn) if isinstance(x, BoundVariable)}
+
+
+def _closure_values(fn: Callable) -> list:
+    """The globals `fn` names (also in code nested in it) and its closure variables."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    names, codes = set(), [code]
+    while codes:  # the function's code and the code nested in it (comprehensions, lambdas)
+        c = codes.pop()
+        names.update(c.co_names)
+        codes += [k for k in c.co_consts if isinstance(k, type(code))]
+    scope = getattr(fn, "__globals__", {})
+    found = [scope[n] for n in sorted(names) if n in scope]
+    return found + [c.cell_contents for c in (fn.__closure__ or ()) if _cell_set(c)]
+
+
 def _realize_closure_lazies(fn: Callable) -> None:
     """Realize the lazy tensors `fn` reads as globals or closure variables, so the capture
     reads their buffers: inlined, their graphs would read what their sources hold at each
@@ -420,19 +449,8 @@ def _realize_closure_lazies(fn: Callable) -> None:
     from tolk.multi import MultiTensor
     from tolk.tensor import Tensor, _lazy
 
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return
-    names, codes = set(), [code]
-    while codes:  # the function's code and the code nested in it (comprehensions, lambdas)
-        c = codes.pop()
-        names.update(c.co_names)
-        codes += [k for k in c.co_consts if isinstance(k, type(code))]
-    scope = getattr(fn, "__globals__", {})
-    found = [scope[n] for n in sorted(names) if n in scope]
-    found += [c.cell_contents for c in (fn.__closure__ or ()) if _cell_set(c)]
     ts = []
-    for x in found:
+    for x in _closure_values(fn):
         for t in (x.shards if isinstance(x, MultiTensor) else (x,)):
             if isinstance(t, Tensor) and t in _lazy:
                 ts.append(t)

@@ -40,6 +40,7 @@ from tolk.uop.form import AFTER, form_of, leaves
 from tolk.uop.ops import (
     GroupOp, KernelInfo, Ops, UOp, fresh_internal_buffer_slot, node_cache, scratch_pass,
 )
+from tolk.uop.shape import syms_in
 
 __all__ = [
     "fresh_internal_buffer_slot", "create_schedule", "lower_sink_to_linear",
@@ -588,10 +589,11 @@ def _bind_arg(a: UOp, scope: tuple[UOp, ...], fresh: dict[UOp, UOp]) -> UOp:
 def _kernel_vars(ast: UOp) -> frozenset[str]:
     """Names of the variables a kernel AST reads (cached on the node)."""
     names = ast._cache.get("vars")
-    if names is None:
+    if names is None:  # DEFINE_VARs, and symbolic sizes in movement args (read from var_vals)
+        nodes = ast.toposort()
         node_cache(ast)["vars"] = names = frozenset(
-            n.arg[0] for n in ast.toposort() if n.op is Ops.DEFINE_VAR
-        )
+            [n.arg[0] for n in nodes if n.op is Ops.DEFINE_VAR]
+            + [d.name for n in nodes if n.op in GroupOp.Movement for d in syms_in(n.arg)])
     return names
 
 
@@ -604,6 +606,11 @@ def _collect_var_vals(binds: Iterable[UOp], used: set[str]) -> dict[str, int]:
         if var_vals.get(name, val) != val:
             raise ScheduleError(f"variable {name!r} is bound to both {var_vals[name]} and {val}")
         var_vals[name] = val
+    unbound = sorted(set(used) - set(var_vals))
+    if unbound:  # a symbolic size made without a bound value (Tensor.full of one alone)
+        raise ScheduleError(f"kernels read variable(s) {unbound}, bound nowhere in the "
+                            "program: make a symbolic-size tensor from one that carries the "
+                            "value (full_like, a bound slice)")
     return {name: val for name, val in var_vals.items() if name in used}
 
 
@@ -1077,7 +1084,8 @@ def create_linear_for_program(
             prog = _programs.setdefault(key, prog)
             while len(_programs) > SCHEDULE_CACHE_SIZE:
                 _programs.popitem(last=False)
-    var_vals = _collect_var_vals((*binds, *prog.binds), prog.used) if binds or prog.binds else {}
+    var_vals = (_collect_var_vals((*binds, *prog.binds), prog.used)
+                if binds or prog.binds or prog.used else {})
 
     capturing = _realize.capturing
     if capturing and CAPTURING.value:
