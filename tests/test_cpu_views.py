@@ -287,3 +287,12 @@ def test_a_contraction_with_a_nan_fixes_only_the_elements_it_reaches():
     a[3, 5] = np.nan
     got = (Tensor(a) @ Tensor(b)).numpy()
     assert np.isnan(got[3]).all() and np.isnan(got).sum() == n and (got[4] == n).all()
+
+
+def test_the_compiled_kernel_cache_is_bounded(monkeypatch):
+    monkeypatch.setattr(cpu, "_compiled", {})
+    monkeypatch.setattr(cpu, "KERNEL_CACHE_SIZE", 8)
+    a = Tensor(np.arange(4, dtype=np.float32)).realize()
+    for i in range(30):  # a new scalar each time: a new kernel each time
+        assert (a * float(i) + 1).numpy().tolist() == (np.arange(4) * i + 1).tolist()
+    assert len(cpu._compiled) <= 8

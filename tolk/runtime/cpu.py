@@ -698,8 +698,13 @@ _compile_lock = threading.Lock()
 compile_count = [0]
 
 
+KERNEL_CACHE_SIZE = 4096  # compiled kernels kept (a constant is part of a kernel: a loop
+# over ever new scalars would otherwise keep one kernel per value)
+
+
 def get_kernel(ast: UOp, device: str) -> CompiledKernel:
-    """The compiled form of `ast` for `device`, compiled at most once per process."""
+    """The compiled form of `ast` for `device`, compiled once while it stays among the last
+    `KERNEL_CACHE_SIZE` kernels compiled (the oldest go first)."""
     k = (ast.key, device)
     fn = _compiled.get(k)
     if fn is None:
@@ -707,4 +712,6 @@ def get_kernel(ast: UOp, device: str) -> CompiledKernel:
         with _compile_lock:
             fn = _compiled.setdefault(k, fn)
             compile_count[0] += 1
+            while len(_compiled) > KERNEL_CACHE_SIZE:
+                del _compiled[next(iter(_compiled))]
     return fn
