@@ -1123,6 +1123,24 @@ def test_a_view_of_a_view_made_after_both_died_still_shares_with_its_kin():
     assert u.numpy().ravel().tolist() == yn.tolist() and x.numpy().tolist() == yn[2:].tolist()
 
 
+def test_view_families_die_without_the_collector():
+    from tolk.tensor import _Family
+
+    x = Tensor(np.arange(6, dtype=np.float32)).realize()
+    gc.collect()
+    gc.disable()
+    try:
+        for i in range(50):  # views of views of dropped tensors: families below families
+            y = x + i
+            v, u = y[1:], y[2:]
+            del y
+            w = v[1:]
+            del v, u, w
+        assert not any(isinstance(o, _Family) for o in gc.get_objects())
+    finally:
+        gc.enable()
+
+
 def test_reshape_with_two_minus_ones_raises():
     with pytest.raises(ValueError, match="one dimension"):
         Tensor.zeros(2, 3).reshape(-1, -1)

@@ -141,7 +141,7 @@ def _root(t: Tensor) -> Tensor:
     kin, todo = [], [fam]
     while todo:  # its live members, theirs and those of the families below it
         f = todo.pop()
-        todo += f.subs
+        todo += [sub for r in f.subs if (sub := r()) is not None]
         for v in f.kids:
             if v._parent is f and v in _lazy and _base_and_chain(v.uop) is base:
                 kin.append(v)

@@ -109,10 +109,11 @@ class _Family(weakref.ref):
     keeps its family when the tensor dies (numpy's views keep their base alive; here only
     the family outlives it), so views of one dropped tensor still share what they view: a
     realize of one realizes it for all (`tolk.callify._root`). A family made for a view whose
-    own family's tensor is dead hangs below that one (`up`; the lower ones in `subs`), so all
+    own family's tensor is dead hangs below that one (`up`; the lower ones in `subs`, held
+    weakly: no cycle of families, whose kid sets hold weak references with callbacks), so all
     of them stay one kin."""
 
-    __slots__ = ("kids", "up", "subs")
+    __slots__ = ("kids", "up", "subs", "__weakref__")
 
 
 def _family_of(t: Tensor) -> _Family:
@@ -127,7 +128,7 @@ def _family_of(t: Tensor) -> _Family:
             fam = t._kids = _Family(t)
             fam.kids, fam.up, fam.subs = IdentityWeakSet(), up, []
             if up is not None:
-                up.subs.append(fam)
+                up.subs = [r for r in up.subs if r() is not None] + [weakref.ref(fam)]
     return fam
 
 
