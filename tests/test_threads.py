@@ -278,3 +278,55 @@ def test_schedules_of_one_graph_from_many_threads_match_one_thread():
         sys.setswitchinterval(old)
     expect = dict(zip(sinks, want))
     assert all(lin is expect[s] for results in got for s, lin in results)
+
+
+def test_a_jitted_function_shared_by_threads_captures_once_and_each_call_gets_its_result():
+    import tolk
+
+    f = tolk.jit(lambda a, b: (a * b).sum(1) + 1)
+    errors, rng = [], np.random.default_rng(0)
+    data = [(rng.random((4, 5)).astype(np.float32), rng.random((4, 5)).astype(np.float32))
+            for _ in range(20)]
+
+    def work(k):
+        try:
+            for a, b in data[k::2]:
+                got = f(Tensor(a), Tensor(b)).numpy()
+                if not np.allclose(got, (a * b).sum(1) + 1, rtol=1e-5):
+                    errors.append((k, got))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert not errors
+
+
+def test_rand_in_threads_draws_distinct_streams_and_a_failed_run_keeps_others_graphs():
+    outs = []
+
+    def draw():
+        outs.extend(Tensor.rand(4).numpy().tobytes() for _ in range(100))
+
+    threads = [threading.Thread(target=draw) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(outs)) == len(outs)
+    u = Tensor.full((3,), 2, dtype="int32") * 3  # the same graph as t below, kept lazy
+    t = Tensor.full((3,), 2, dtype="int32") * 3
+    bad = Tensor(np.array([2, 3], np.int32)) ** Tensor(np.array([-1, 1], np.int32))
+    with pytest.raises(ValueError, match="negative integer powers"):
+        Tensor.realize(t, bad)
+    t[0] = 100
+    t.realize()
+    assert u.numpy().tolist() == [6, 6, 6] and t.numpy().tolist() == [100, 6, 6]

@@ -486,17 +486,22 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
     def written(b: UOp) -> bool:  # every call writing `b` ran
         return bool(writers.get(b)) and writers[b][-1] < done
 
-    computed = [(t, view) for t, view, b in outputs if written(b)]
-    if computed:
-        before = {t.uop: view for t, view in computed}
-        _after_run(computed, {})
-        # a tensor that did not run may hold one that did in its graph (``t = y + s``, `s`
-        # read y before an assign that ran): it reads that one's buffer, which kept the value
-        # (its graph would read y's buffer, now overwritten)
-        sub = _Substitution(before)
+    ran = [(t, view, b) for t, view, b in outputs if written(b)]
+    # a tensor that did not run may hold one that did in its graph (``t = y + s``, `s` read y
+    # before an assign that ran): it reads a copy of that one's value (its graph would read
+    # y's buffer, now overwritten; a copy, as the tensor that ran may be written later, and
+    # a graph equal to it in another tensor, another thread's, is no view of it)
+    kept = {t.uop: _kept_copy(view, b) for t, view, b in ran}
+    if ran:
+        _after_run([(t, view) for t, view, _ in ran], {})
+    if mapping:
+        _rebase(_Substitution(mapping))
+    if kept:
+        sub = _Substitution(kept)
         for t in list(_lazy):
-            new = sub(t.uop)
-            if new is not t.uop:
+            old = t.uop
+            new = sub(old)
+            if new is not old:
                 t.uop = new
         for state in _view_states():  # pending assigns whose values hold one of them
             if state.op is Ops.AFTER and (new := sub(state)) is not state:
@@ -504,10 +509,15 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
                     t.uop = sub(t.uop)
                     _register_view(t)
                 _note_pending(new)
-    if mapping:
-        _rebase(_Substitution(mapping))
     unwritten = {b for b in finals if not writers.get(b) or writers[b][0] > done}
     _detach_unrun(unwritten, [t for t, _, b in outputs if not written(b)])
+
+
+def _kept_copy(view: UOp, buf: UOp) -> UOp:
+    """`view` of `buf` over a private copy of `buf`'s contents."""
+    copy = UOp.buffer(buf.dtype, buf.size, buf.device)
+    set_storage(copy, buffer_storage(buf).copy())
+    return view.substitute({buf: copy})
 
 
 def _doomed_calls(linear: UOp, done: int, finals: dict[UOp, UOp]) -> set[int]:

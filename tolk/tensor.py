@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import threading
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -101,6 +102,7 @@ def _forget(owner: weakref.ref, key: int, _dead: weakref.ref) -> None:
 # Live tensors that are views of a base state (for assign), and lazy computed tensors (for
 # realizing readers before an assign overwrites what they read).
 _views: weakref.WeakKeyDictionary[UOp, IdentityWeakSet] = weakref.WeakKeyDictionary()
+_rng_lock = threading.Lock()
 _lazy = IdentityWeakSet()
 
 
@@ -430,8 +432,10 @@ class Tensor:
 
     @staticmethod
     def _rng() -> np.random.Generator:
-        Tensor._rng_counter[0] += 1
-        return np.random.default_rng([Tensor._seed[0], Tensor._rng_counter[0]])
+        with _rng_lock:  # one stream per draw, also when threads draw at once
+            Tensor._rng_counter[0] += 1
+            key = [Tensor._seed[0], Tensor._rng_counter[0]]
+        return np.random.default_rng(key)
 
     @staticmethod
     def rand(*shape, dtype=None, device=None) -> Tensor:

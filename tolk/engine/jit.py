@@ -39,6 +39,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -185,6 +186,7 @@ class CapturedJit:
         self.seen_assigns = 0  # `callify.assign_count` when pending assigns were last run
         self.in_kinds: list = []  # per argument tensor: None, or a sharded one's layout
         self.baked_vals: dict[str, int] = {}  # variables the arguments do not bind
+        self._lock = threading.RLock()  # a nested call of this function runs as plain code
         self.initial: dict[UOp, np.ndarray] = {}  # host data made inside, then written
         try:
             self.signature: inspect.Signature | None = inspect.signature(fn)
@@ -214,23 +216,32 @@ class CapturedJit:
 
         tensors = [x for x in flat if isinstance(x, Tensor)]
         binds = [x for x in flat if not isinstance(x, Tensor)]
-        if self.calls == 0 or capturing or not CAPTURING.value:
-            if self.calls == 0 and not capturing and CAPTURING.value:
-                for t in tensors:  # what the capture will ask of them, asked from the first call
-                    _input_buffer(t)
-                self.calls = 1
+        if self.calls < 2 and not capturing and CAPTURING.value:
+            with self._lock:  # the first call and the capture, one thread at a time (another
+                if self.calls < 2:  # thread's call waits: the capture is one for all)
+                    return self._first_calls(tensors, binds, kinds, args, kwargs)
+        if capturing or not CAPTURING.value:
             out = self.fn(*args, **kwargs)  # plain code (inside a capture: part of it)
             _realize_outputs(out)
-            return out
-        if self.calls == 1:
-            out = self._capture(tensors, binds, args, kwargs)
-            self.in_kinds = kinds
             return out
         if kinds != self.in_kinds:
             raise JitError(f"jitted function called with inputs sharded as (axis, shape, "
                            f"shards) {kinds}, captured with {self.in_kinds} (None: a tensor "
                            f"or variable): sharded inputs must keep their layout")
         return self._replay(tensors, binds)
+
+    def _first_calls(self, tensors, binds, kinds, args, kwargs):
+        """Call 1 (plain) or call 2 (the capture), under the lock."""
+        if self.calls == 0:
+            for t in tensors:  # what the capture will ask of them, asked from the first call
+                _input_buffer(t)
+            self.calls = 1
+            out = self.fn(*args, **kwargs)
+            _realize_outputs(out)
+            return out
+        out = self._capture(tensors, binds, args, kwargs)
+        self.in_kinds = kinds
+        return out
 
     # -- capture ------------------------------------------------------------------------------
 
