@@ -543,3 +543,44 @@ def test_named_tuples_and_dict_subclasses_come_back_as_their_type():
         assert type(out) is pair and type(out.b) is collections.OrderedDict
         assert list(out.b) == ["z", "y"] and out.b["y"].numpy().tolist() == [3, 3]
         assert out.a.numpy().tolist() == [2, 2]
+
+
+def test_in_place_operators_are_assigns_that_replays_make_again():
+    class Lin:
+        def __init__(self):
+            self.w = Tensor(np.ones(3, np.float32))
+
+        def step(self, x):
+            loss = (self.w * x).sum()
+            self.w -= 0.1 * x
+            return loss
+
+    x = Tensor(np.ones(3, np.float32))
+    eager, jitted = Lin(), Lin()
+    f = tolk.jit(jitted.step)
+    want = [round(eager.step(x).item(), 4) for _ in range(6)]
+    assert [round(f(x).item(), 4) for _ in range(6)] == want == [3.0, 2.7, 2.4, 2.1, 1.8, 1.5]
+    np.testing.assert_allclose(jitted.w.numpy(), eager.w.numpy())
+    y = Tensor(np.arange(4, dtype=np.float32)).realize()
+    v = y[1:]
+    v += 1  # through a view, as numpy
+    v *= 2
+    assert y.numpy().tolist() == [0, 4, 6, 8]
+    i = Tensor(np.arange(3, dtype=np.int32)).realize()
+    with pytest.raises(TypeError, match="dtype"):
+        i += 1.5  # numpy: cannot cast float64 into int32
+
+
+def test_drawing_random_numbers_inside_a_jitted_function_is_refused_after_the_call_runs():
+    def dropout(x):
+        return (x * (Tensor.rand(*x.shape) > 0.5)).sum()
+
+    f = tolk.jit(dropout)
+    x = Tensor(np.ones(100, np.float32))
+    f(x)
+    with pytest.raises(JitError, match="random numbers"):
+        f(x)
+    g = tolk.jit(lambda x, mask: (x * mask).sum())  # drawn outside, passed in: fine
+    for _ in range(3):
+        m = Tensor.rand(100) > 0.5
+        assert g(x, m).item() == m.numpy().sum()

@@ -103,6 +103,13 @@ def _forget(owner: weakref.ref, key: int, _dead: weakref.ref) -> None:
 # realizing readers before an assign overwrites what they read).
 _views: weakref.WeakKeyDictionary[UOp, IdentityWeakSet] = weakref.WeakKeyDictionary()
 _rng_lock = threading.Lock()
+# the buffers rand, randn and uniform drew into (the jit refuses to bake them into a capture)
+random_buffers: weakref.WeakSet[UOp] = weakref.WeakSet()
+
+
+def _random(t: Tensor) -> Tensor:
+    random_buffers.add(_base_and_chain(t.uop))
+    return t
 _lazy = IdentityWeakSet()
 
 
@@ -447,7 +454,7 @@ class Tensor:
         x = Tensor._rng().random(_shape_arg(shape), dtype=np.float32)
         if d.itemsize == 2:  # the largest value below 1 in 16 bits: 1 - 2**-8 (bf16), 2**-11
             x = np.minimum(x, np.float32(1 - 2.0 ** (-8 if d is dtypes.bfloat16 else -11)))
-        return Tensor(x, device=device, dtype=d)
+        return _random(Tensor(x, device=device, dtype=d))
 
     @staticmethod
     def randn(*shape, dtype=None, device=None) -> Tensor:
@@ -455,8 +462,8 @@ class Tensor:
         d = to_dtype(dtype or dtypes.default_float)
         if not d.is_float:
             raise TypeError(f"randn draws floats, got dtype {d.name}")
-        return Tensor(Tensor._rng().standard_normal(_shape_arg(shape), dtype=np.float32),
-                      device=device, dtype=d)
+        return _random(Tensor(Tensor._rng().standard_normal(_shape_arg(shape), dtype=np.float32),
+                              device=device, dtype=d))
 
     @staticmethod
     def uniform(*shape, low=0.0, high=1.0, dtype=None, device=None) -> Tensor:
@@ -471,7 +478,7 @@ class Tensor:
         if high > low:  # the ends as values of `d` (each rounds to itself)
             x = np.clip(x, _step_inside(float(low), d, up=True),
                         _step_inside(float(high), d, up=False))
-        return Tensor(x, device=device, dtype=d)
+        return _random(Tensor(x, device=device, dtype=d))
 
     # -- elementwise --------------------------------------------------------------------------
 
@@ -1554,6 +1561,39 @@ class Tensor:
         if dev == self.device:
             return self
         return Tensor(UOp(Ops.COPY, self.dtype, (self.uop,), dev))
+
+    # ``x += y`` and the like write into x in place, as numpy's (views of x see it, and a
+    # jitted function's replays make the write again); the result must keep x's dtype and
+    # shape (an error otherwise, as numpy's casting rule)
+    def __iadd__(self, x):
+        return self.assign(self + x)
+
+    def __isub__(self, x):
+        return self.assign(self - x)
+
+    def __imul__(self, x):
+        return self.assign(self * x)
+
+    def __itruediv__(self, x):
+        return self.assign(self / x)
+
+    def __ifloordiv__(self, x):
+        return self.assign(self // x)
+
+    def __imod__(self, x):
+        return self.assign(self % x)
+
+    def __ipow__(self, x):
+        return self.assign(self ** x)
+
+    def __iand__(self, x):
+        return self.assign(self & x)
+
+    def __ior__(self, x):
+        return self.assign(self | x)
+
+    def __ixor__(self, x):
+        return self.assign(self ^ x)
 
     def assign(self, x: Tensor | Scalar) -> Tensor:
         """Store `x` into this tensor's buffer in place; views of it see the new data.

@@ -17,7 +17,10 @@ shapes, dtypes and devices, variables their names, ranges and offsets, and argum
 were one tensor at capture must stay one tensor (`JitError` otherwise; distinct tensors may
 later be one tensor unless the function writes it); each input must be a tensor of its own,
 not a view of part of another's buffer (pass ``x.contiguous()``); reading a tensor's data
-inside a captured function is an error (the value would be baked in).
+inside a captured function is an error (the value would be baked in), and so is drawing
+random numbers inside it (rand, randn, uniform draw in Python: a replay would reuse them;
+draw outside and pass them in). ``w -= lr * g`` is an assign (Tensor's in-place operators
+write in place), so a replay makes it again.
 
 Assigns: the capture takes every assign the function makes (also into tensors it does not
 return: a weight update), so each replay makes them again. This thread's assigns still
@@ -290,9 +293,23 @@ class CapturedJit:
         self.linear = memory_plan_rewrite(linear, held)
         self.initial = self._initial_contents(first_new)
         run_linear(self.linear, {**cap.var_vals, **{b.name: _var_value(b) for b in binds}})
+        self._refuse_random_draws(first_new)
         self._compile(in_bufs, first_new)
         self.calls = 2
         return out
+
+    def _refuse_random_draws(self, first_new: int) -> None:
+        """A JitError (after the call ran) where the plan reads numbers rand, randn or uniform
+        drew inside the function: drawn in Python, a replay would reuse them."""
+        from tolk.tensor import random_buffers
+
+        read = [a for c in self.linear.src for a in c.src[1:]]
+        for a in read + self.out_bufs:  # read by a kernel, or returned
+            if a.op is Ops.BUFFER and a.arg[0] > first_new and a in random_buffers:
+                raise JitError("a jitted function draws random numbers (rand, randn, "
+                               "uniform): they are drawn when Python runs it, so every replay "
+                               "would reuse the captured ones; draw them outside and pass "
+                               "them in")
 
     def _initial_contents(self, first_new: int) -> dict[UOp, np.ndarray]:
         """A copy of what each buffer made from host data inside the function (so holding
