@@ -42,7 +42,7 @@ from tolk.engine import realize as _realize  # its `capturing`, read at each cal
 from tolk.engine.realize import run_linear
 from tolk.errors import DeviceError, JitError, ShapeError
 from tolk.helpers import SCACHE, gc_paused, prod
-from tolk.runtime.device import buffer_storage, set_storage, typed_view
+from tolk.runtime.device import copy_buffer, typed_view
 from tolk.schedule import (LinearStats, buffers_of, create_linear_for_program, linear_stats,
                            program_by_form, program_form, program_key, program_stats,
                            remember_program_form)
@@ -515,9 +515,7 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
 
 def _kept_copy(view: UOp, buf: UOp) -> UOp:
     """`view` of `buf` over a private copy of `buf`'s contents."""
-    copy = UOp.buffer(buf.dtype, buf.size, buf.device)
-    set_storage(copy, buffer_storage(buf).copy())
-    return view.substitute({buf: copy})
+    return view.substitute({buf: copy_buffer(buf)})
 
 
 def _doomed_calls(linear: UOp, done: int, finals: dict[UOp, UOp]) -> set[int]:
@@ -560,8 +558,7 @@ def _detach_unrun(unwritten: set[UOp], lazies: list[Tensor]) -> None:
             continue
         for b in reads:
             if b not in snaps:
-                snaps[b] = UOp.buffer(b.dtype, b.size, b.device)
-                set_storage(snaps[b], buffer_storage(b))
+                snaps[b] = copy_buffer(b)
         sub = {b: snaps[b] for b in reads}
         for v in [t, *(t._kids.kids if t._kids is not None else ())]:
             v.uop = v.uop.substitute(sub)

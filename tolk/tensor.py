@@ -452,8 +452,8 @@ class Tensor:
         if not d.is_float:
             raise TypeError(f"rand draws floats, got dtype {d.name}")
         x = Tensor._rng().random(_shape_arg(shape), dtype=np.float32)
-        if d.itemsize == 2:  # the largest value below 1 in 16 bits: 1 - 2**-8 (bf16), 2**-11
-            x = np.minimum(x, np.float32(1 - 2.0 ** (-8 if d is dtypes.bfloat16 else -11)))
+        if d.itemsize == 2:  # what would round up to 1: the largest value below it
+            x = np.minimum(x, np.float32(_step_inside(1.0, d, up=False)))
         return _random(Tensor(x, device=device, dtype=d))
 
     @staticmethod

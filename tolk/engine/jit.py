@@ -52,7 +52,7 @@ from tolk.engine.realize import capturing, run_linear
 from tolk.errors import JitError
 from tolk.helpers import CAPTURING
 from tolk.runtime.cpu import get_kernel
-from tolk.runtime.device import buffer_storage, has_storage, set_storage, typed_view
+from tolk.runtime.device import buffer_storage, copy_buffer, has_storage, typed_view
 from tolk.schedule import memory_plan_rewrite
 from tolk.uop.ops import Ops, UOp, fresh_buffer_slot
 
@@ -388,14 +388,11 @@ class CapturedJit:
                 new_bufs.append(b)
                 continue
             if b in self.const_outs:  # made from host data in the function: a fresh copy
-                nb = UOp.buffer(b.dtype, b.size, b.device)
-                set_storage(nb, buffer_storage(b))
-                new_bufs.append(nb)
+                new_bufs.append(copy_buffer(b))
                 continue
-            nb = UOp.buffer(b.dtype, b.size, b.device)
             start = self.initial.get(b)  # host data made inside, then written: from that data
-            set_storage(nb, np.zeros(nb.nbytes, np.uint8) if start is None else start.copy())
-            new_bufs.append(nb)
+            new_bufs.append(copy_buffer(b, np.zeros(b.nbytes, np.uint8) if start is None
+                                        else start))
         outs = [typed_view(b) for b in new_bufs]
         var_vals = {**self.baked_vals, **{b.name: _var_value(b) for b in binds}}
         with np.errstate(all="ignore"):

@@ -108,6 +108,13 @@ def set_storage(buf: UOp, data: np.ndarray) -> None:
         _storage[buf] = raw
 
 
+def copy_buffer(buf: UOp, data: np.ndarray | None = None) -> UOp:
+    """A new user BUFFER like `buf` holding a copy of its contents (or of `data`)."""
+    new = UOp.buffer(buf.dtype, buf.size, buf.device)
+    set_storage(new, buffer_storage(buf) if data is None else data)
+    return new
+
+
 def typed_view(arg: UOp) -> np.ndarray:
     """A flat typed numpy view of a BUFFER or of a SLICE of an arena (no copy)."""
     if arg.op is Ops.BUFFER:
