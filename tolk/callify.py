@@ -643,10 +643,7 @@ def _run_pending_before(tensors: list[Tensor], capturer) -> None:
              if n.op is Ops.AFTER and n in before]
     if not stale:
         return
-    views = []
-    for s in stale:
-        held = list(_views.get(s, ()))[:1]
-        views.append(held[0] if held else Tensor(s))
+    views = [_tensor_of_state(s) for s in stale]
     _realize.capturing.remove(capturer)
     try:
         realize(views)
@@ -701,6 +698,13 @@ def take_pending_assigns() -> list[Tensor]:
     return out
 
 
+def _tensor_of_state(state: UOp) -> Tensor:
+    """A tensor whose realize writes `state` (a pending AFTER): a view registered under it,
+    else a new tensor over it."""
+    held = list(_views.get(state, ()))[:1]
+    return held[0] if held else Tensor(state)
+
+
 def _binds_disagree(binds) -> bool:
     """Whether two of these BIND nodes give one variable two values."""
     seen: dict[str, int] = {}
@@ -717,9 +721,7 @@ def _realize_apart(asked: list[Tensor], tensors: list[Tensor], nodes) -> bool:
     ids = {id(t) for t in asked}
     parts = [t for t in tensors if id(t) not in ids]
     below = {n.src[0] for n in nodes if n.op is Ops.AFTER}
-    for st in [n for n in nodes if n.op is Ops.AFTER and n not in below]:
-        held = list(_views.get(st, ()))[:1]
-        parts.append(held[0] if held else Tensor(st))
+    parts += [_tensor_of_state(n) for n in nodes if n.op is Ops.AFTER and n not in below]
     if not parts:
         return False
     for t in parts:  # one at a time: each bound its variables once (an error otherwise)
