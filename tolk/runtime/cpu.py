@@ -193,8 +193,8 @@ class _Codegen:
         its ADDs) gives the same values added region by region, the PADs' sources first:
         always for integers; for floats when no element sees its order of adds change (a
         chain ``((a + b) + c) + ...``, each element meeting one source of disjoint PADs and at
-        most one other leaf before it; overlapping PADs first); never for bfloat16, rounded
-        after every add."""
+        most one other leaf before it; overlapping PADs first); for bfloat16, rounded after
+        every add, only a concatenation (disjoint PADs alone: copies, no add)."""
         pads = [i for i, x in enumerate(leaves) if x.op is Ops.PAD and self.users.get(x, 0) == 1]
         if len(pads) < 2:
             return False
@@ -623,7 +623,7 @@ def exact_where_not_finite(r: np.ndarray, a: np.ndarray, b: np.ndarray,
         return r
     full = np.broadcast_shapes(a.shape, b.shape)
     kept = [i for i in range(len(full)) if i not in axes]
-    where = [ix for ix in np.nonzero(bad)]  # per axis of r (reduced axes are 0 there)
+    where = np.nonzero(bad)  # per axis of r (reduced axes are 0 there)
     per = math.prod(full[i] for i in axes)
     if per * len(where[0]) > EXACT_WORK:
         return r
