@@ -49,7 +49,7 @@ from tolk.schedule import (LinearStats, buffers_of, create_linear_for_program, l
 from tolk.tensor import (IdentityWeakSet, Tensor, _base_and_chain, _family_of, _join, _lazy,
                          _view_states, _views)
 from tolk.uop.form import form_of, leaves, may_bind
-from tolk.uop.ops import GroupOp, Ops, UOp
+from tolk.uop.ops import GroupOp, Ops, UOp, node_cache
 from tolk.uop.shape import device_of, max_numel, shape_of, shape_syms
 
 # Called as hook(planned LINEAR, var_vals, seconds spent scheduling, stats) for every realize;
@@ -207,7 +207,10 @@ def _may_read(u: UOp, bufs: set[UOp]) -> bool:
         return True
     if f is u:  # no buffer below it
         return False
-    return any(b in bufs for b in leaves((u,))[1])
+    below = u._cache.get("leaf_set")  # a node never changes: its leaves are known for good
+    if below is None:  # (asked of every live lazy tensor at every realize with an assign)
+        below = node_cache(u)["leaf_set"] = frozenset(leaves((u,))[1])
+    return not below.isdisjoint(bufs)
 
 
 def _reads_old(u: UOp, old: set[UOp], stop: set[UOp], memo: dict[UOp, bool]) -> bool:
