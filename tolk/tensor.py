@@ -913,12 +913,16 @@ class Tensor:
     def any(self, axis=None, keepdim: bool = False) -> Tensor:
         """Whether any element along `axis` is nonzero (NaN counts), a bool tensor; False
         over an empty axis (numpy's ``any``)."""
-        return (self != 0).sum(axis, keepdim) > 0
+        if any(self.shape[a] == 0 for a in self._axes(axis)):  # nothing to look at
+            return (self != 0).sum(axis, keepdim) > 0
+        return (self != 0).max(axis, keepdim)  # a max of bools: no count in 64 bits
 
     def all(self, axis=None, keepdim: bool = False) -> Tensor:
         """Whether every element along `axis` is nonzero (NaN counts), a bool tensor; True
         over an empty axis (numpy's ``all``)."""
-        return (self == 0).sum(axis, keepdim) == 0
+        if any(self.shape[a] == 0 for a in self._axes(axis)):
+            return (self == 0).sum(axis, keepdim) == 0
+        return (self != 0).min(axis, keepdim)
 
     def cumsum(self, axis=None, dtype=None) -> Tensor:
         """Running sums along `axis` (None: over the flattened tensor, as numpy's default).
