@@ -113,6 +113,7 @@ class _Codegen:
             for s in n.src:
                 self.users[s] = self.users.get(s, 0) + 1
         self.skip: set[UOp] = set()
+        self.ufuncs: dict[UOp, tuple[int, str]] = {}  # ALU node -> (its line, its open call)
         self.store_targets: set[UOp] = set()
         self.constval: dict[UOp, np.ndarray] = {}  # values known at compile time
         self.index_targets: set[UOp] = set()  # store targets that are no numpy view (a PAD)
@@ -263,10 +264,11 @@ class _Codegen:
             self.emit(n, f"{self.const(cdt.type)}(vv[{n.arg[0]!r}])")
         elif op is Ops.BIND:
             self.emit(n, f"{self.const(cdt.type)}(vv[{n.src[0].arg[0]!r}])")
-        elif op in _UNARY:
-            self.emit(n, self.bf16(n, f"{_UNARY[op]}({s[0]})"))
-        elif op in _BINARY:
-            self.emit(n, self.bf16(n, f"{_BINARY[op]}({s[0]}, {s[1]})"))
+        elif op in _UNARY or op in _BINARY:
+            call = f"{_UNARY[op]}({s[0]}" if op in _UNARY else f"{_BINARY[op]}({s[0]}, {s[1]}"
+            if n.dtype is not dtypes.bfloat16:  # a ufunc call a store may write through
+                self.ufuncs[n] = (len(self.lines), call)
+            self.emit(n, self.bf16(n, call + ")"))
         elif op is Ops.WHERE:
             self.emit(n, f"np.where({s[0]}, {s[1]}, {s[2]})")
         elif op is Ops.CAST and n.dtype is n.src[0].dtype:  # a copy's mark (Tensor._copy)
@@ -289,11 +291,18 @@ class _Codegen:
             val = s[1]
             if tgt.dtype is dtypes.bfloat16:
                 val = f"f32_to_bf16({val})"
+            v = n.src[1]
             if tgt in self.index_targets:
                 base = tgt
                 while base.op in GroupOp.Movement:
                     base = base.src[0]
                 self.lines.append(f"    store_indexed({self.names[base]}, {s[0]}, {val})")
+            elif v in self.ufuncs and self.users.get(v, 0) == 1 and v.dtype is tgt.dtype:
+                # the ufunc writes into the buffer itself: no temporary to copy (numpy takes
+                # care of inputs that overlap the output)
+                at, call = self.ufuncs[v]
+                self.lines[at] = "    pass"
+                self.lines.append(f"    {call}, out={s[0]})")
             else:
                 self.lines.append(f"    np.copyto({s[0]}, {val}, casting='unsafe')")
         elif op in (Ops.SINK, Ops.NOOP):
