@@ -296,3 +296,21 @@ def test_the_compiled_kernel_cache_is_bounded(monkeypatch):
     for i in range(30):  # a new scalar each time: a new kernel each time
         assert (a * float(i) + 1).numpy().tolist() == (np.arange(4) * i + 1).tolist()
     assert len(cpu._compiled) <= 8
+
+
+def test_an_elementwise_result_is_written_into_its_buffer_with_overlapping_inputs_handled():
+    x = Tensor(np.arange(6, dtype=np.float32))
+    y = x + 1
+    linear = y.schedule_linear()
+    assert "out=" in cpu.get_kernel(linear.src[0].src[0], "CPU").source
+    assert y.numpy().tolist() == (np.arange(6) + 1).tolist()
+    z = Tensor(np.arange(6, dtype=np.float32)).realize()
+    z[1:] = z[:-1] * 2  # reads what it writes, shifted by one
+    z[::-1] = z + 1  # reversed
+    want = np.arange(6, dtype=np.float32)
+    want[1:] = want[:-1] * 2
+    want[::-1] = want + 1
+    assert z.numpy().tolist() == want.tolist()
+    i = Tensor(np.array([250, 3], np.uint8)).realize()
+    i.assign(i + np.uint8(10))  # wraps as numpy's uint8
+    assert i.numpy().tolist() == [4, 13]
