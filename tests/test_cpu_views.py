@@ -314,3 +314,14 @@ def test_an_elementwise_result_is_written_into_its_buffer_with_overlapping_input
     i = Tensor(np.array([250, 3], np.uint8)).realize()
     i.assign(i + np.uint8(10))  # wraps as numpy's uint8
     assert i.numpy().tolist() == [4, 13]
+
+
+def test_argmax_and_argmin_are_one_reduction_with_numpys_answers():
+    a = np.array([[1, np.nan, 3, np.nan], [2, 2, 1, 0]], np.float32)
+    t = Tensor(a)
+    got = t.argmax(1)
+    assert [c.src[0].arg.name for c in got.schedule_linear().src] == ["r_argmax_2"]
+    for name in ("argmax", "argmin"):
+        for axis, keep in ((0, False), (1, True), (None, False)):
+            want = getattr(a, name)(axis=axis, keepdims=keep)
+            np.testing.assert_array_equal(getattr(t, name)(axis, keepdim=keep).numpy(), want)

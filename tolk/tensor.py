@@ -1002,15 +1002,13 @@ class Tensor:
             out = self.flatten()._arg(op, 0, False)
             return out.reshape((1,) * self.ndim) if keepdim else out
         ax = _norm_axis(axis, self.ndim)
-        _static_dims(self, f"arg{op.name.lower()}", (ax,))
-        n = self.shape[ax]
-        m = self._reduce(op, ax, True)
-        hit = self == m
-        if self.dtype.is_float:
-            hit = hit | (self != self)  # numpy: the first NaN wins
-        idx = Tensor.arange(n, dtype=dtypes.int64, device=self.device)
-        idx = idx.reshape(tuple(n if i == ax else 1 for i in range(self.ndim)))
-        return hit.where(idx, n).min(ax, keepdim)
+        name = f"arg{op.name.lower()}"
+        _static_dims(self, name, (ax,))
+        if self.shape[ax] == 0:
+            raise ShapeError(f"{name} over a zero-size axis of shape {self.shape} has no answer")
+        arg_op = Ops.ARGMAX if op is Ops.MAX else Ops.ARGMIN  # one reduction, numpy's own
+        r = Tensor(UOp(Ops.REDUCE_AXIS, dtypes.int64, (self.uop,), (arg_op, (ax,))))
+        return r if keepdim else r.reshape(self.shape[:ax] + self.shape[ax + 1:])
 
     def argmax(self, axis=None, keepdim: bool = False) -> Tensor:
         """Index of the first maximum (int64, as numpy); axis None flattens."""

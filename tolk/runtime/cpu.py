@@ -6,7 +6,8 @@ A kernel AST is ``SINK(STORE(target, value), ...)`` where:
   chain that repeats an axis and reshapes it (sliding windows) is composed into one strided
   view, where op by op numpy would copy at the reshape;
 - a STORE target is a chain of view ops over ``PARAM i`` that must stay a view of the buffer;
-- ALU ops, CAST, BITCAST and REDUCE_AXIS ``(op, axes)`` (keeping reduced axes as size 1).
+- ALU ops, CAST, BITCAST and REDUCE_AXIS ``(op, axes)`` (keeping reduced axes as size 1;
+  ARGMAX and ARGMIN over one axis give int64 indices, numpy's).
 A sum of a product, ``REDUCE_AXIS(ADD, MUL(a, b))``, runs as one matrix product on the
 un-broadcast operands (BLAS for matmul and convolution), never materialising the product: its
 values are those of the product summed in another order (a few ulps apart, as numpy's own
@@ -336,6 +337,9 @@ class _Codegen:
 
     def reduce(self, n: UOp, x: str, cdt: np.dtype) -> str:
         rop, axes = n.arg
+        if rop is Ops.ARGMAX or rop is Ops.ARGMIN:  # one axis: the first extreme (or NaN)
+            fn = "np.argmax" if rop is Ops.ARGMAX else "np.argmin"
+            return f"{fn}({x}, axis={axes[0]}, keepdims=True).astype(np.int64)"
         ops = _contraction_operands(n, self.users)
         if ops is not None:
             full = shape_of(n.src[0])

@@ -173,6 +173,9 @@ class Ops(int, metaclass=_OpsType):
     # unary, added later (numbered after the rest: earlier numbers stay as they were)
     EXP2 = auto()
     LOG2 = auto()
+    # REDUCE_AXIS ops giving an index (int64) along one axis: numpy's argmax and argmin
+    ARGMAX = auto()
+    ARGMIN = auto()
 
     name: str  # in the member's own __dict__ (an int subclass takes no slots)
 
