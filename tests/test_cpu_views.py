@@ -325,3 +325,12 @@ def test_argmax_and_argmin_are_one_reduction_with_numpys_answers():
         for axis, keep in ((0, False), (1, True), (None, False)):
             want = getattr(a, name)(axis=axis, keepdims=keep)
             np.testing.assert_array_equal(getattr(t, name)(axis, keepdim=keep).numpy(), want)
+
+
+def test_a_zero_d_target_stored_from_an_elementwise_value_of_one_element():
+    a = Tensor(np.float32(2.0)).realize()
+    b = a.relu()  # a reader of the value before the assign, taken along
+    a.assign(Tensor(np.float32(-1.0)))
+    c = a.cast("int32").abs()
+    c.assign(Tensor(np.int32(0)) + 7)
+    assert (b.item(), a.item(), c.item()) == (2.0, -1.0, 7)

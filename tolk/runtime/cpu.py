@@ -302,8 +302,9 @@ class _Codegen:
                 # the ufunc writes into the buffer itself: no temporary to copy (numpy takes
                 # care of inputs that overlap the output)
                 at, call = self.ufuncs[v]
+                fn, args = call.split("(", 1)
                 self.lines[at] = "    pass"
-                self.lines.append(f"    {call}, out={s[0]})")
+                self.lines.append(f"    ufunc_into({fn}, {s[0]}, {args})")
             else:
                 self.lines.append(f"    np.copyto({s[0]}, {val}, casting='unsafe')")
         elif op in (Ops.SINK, Ops.NOOP):
@@ -622,6 +623,17 @@ def contract(spec: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.transpose(r.reshape([size[c] for c in mid]), po)
 
 
+def ufunc_into(fn, out: np.ndarray, *args) -> None:
+    """``fn(*args)`` written into `out`; where the operands' arrays are shaped otherwise than
+    `out` (a 0-d target over arrays of one element), computed and copied as a store is."""
+    try:
+        fn(*args, out=out)
+    except ValueError:
+        if np.shape(np.broadcast(*args)) == out.shape:
+            raise  # the ufunc's own error (an int to a negative power)
+        np.copyto(out, fn(*args), casting="unsafe")
+
+
 EXACT_WORK = 1 << 26  # products a contraction's inf/nan fix-up computes at most
 
 
@@ -676,6 +688,7 @@ def bf16_round(x) -> np.ndarray:
 
 
 _GLOBALS = {"contract": contract, "exact_where_not_finite": exact_where_not_finite,
+            "ufunc_into": ufunc_into,
             "ordered_reduce": ordered_reduce,
             "np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
             "bf16_round": bf16_round,
