@@ -334,3 +334,13 @@ def test_a_zero_d_target_stored_from_an_elementwise_value_of_one_element():
     c = a.cast("int32").abs()
     c.assign(Tensor(np.int32(0)) + 7)
     assert (b.item(), a.item(), c.item()) == (2.0, -1.0, 7)
+
+
+def test_zero_d_values_stay_zero_d_through_float_to_int_casts_and_float_sums():
+    x = Tensor(np.arange(3, dtype=np.int32)).realize()
+    x[0] = Tensor(np.float32(2.7)).cast("int32")  # a 0-d cast stored into one element
+    y = Tensor(np.float32(1.5)).realize()
+    assert x.numpy().tolist() == [2, 1, 2] and y.sum().shape == () and y.sum().item() == 1.5
+    z = Tensor(np.ones(3, np.float32)).realize()
+    z[1] = Tensor(np.float32(-0.0)).sum()  # a 0-d float sum stored
+    assert z.numpy().tolist() == [1, 0, 1]

@@ -325,7 +325,7 @@ class _Codegen:
             # numpy casts out-of-range floats to ints one way from a contiguous array and
             # another from a strided view: always from a contiguous one, so the layout a kernel
             # sees never changes a value
-            return f"np.ascontiguousarray({x}).astype({self.const(n.dtype.np)})"
+            return f"np.asarray({x}, order='C').astype({self.const(n.dtype.np)})"
         return f"np.asarray({x}).astype({self.const(n.dtype.np)})"
 
     def bitcast(self, n: UOp, x: str) -> str:
@@ -678,7 +678,8 @@ def ordered_reduce(op, x, axes: tuple[int, ...], dtype) -> np.ndarray:
     """``op.reduce(x, axes, keepdims=True)`` in the order it takes on a C-contiguous array of
     `x`'s shape, whatever `x`'s layout (a copy where `x` is a strided or broadcast view: the
     same array a realized intermediate would be)."""
-    return op.reduce(np.ascontiguousarray(x), axis=axes, keepdims=True, dtype=dtype)
+    # (order="C", not ascontiguousarray: that one makes a 0-d array 1-d)
+    return op.reduce(np.asarray(x, order="C"), axis=axes, keepdims=True, dtype=dtype)
 
 
 def bf16_round(x) -> np.ndarray:
