@@ -32,6 +32,9 @@ Bugs found (suspected cause in each open test's reason; fixed ones stay as plain
     assign target itself) was lost
 17. fixed: kernelize rule 6 realized a value of variables only (no device), shared by many
     kernels: its buffer had no device and the run failed with DeviceError
+18. fixed: a float value cast to int inside a kernel became 1-d when it was 0-d
+    (``np.ascontiguousarray``), and a store of it through a strided view raised; a 0-d target
+    written through a ufunc's ``out=`` over one-element arrays raised too
 """
 
 from __future__ import annotations
@@ -582,3 +585,26 @@ def test_a_pad_of_a_computed_tensor_keeps_its_value_after_an_assign_into_that_te
     assert r.numpy().tolist() == [7, 7]
     for p in kept:
         np.testing.assert_array_equal(p.numpy(), f32(0.5, 0))
+
+
+# 18 ------------------------------------------------------------------------------------------
+
+
+def test_fuzz_program_zero_d_cast_stored_through_a_strided_view():
+    check_plain(Program(
+        inputs=(((1,), "float32"), ((3,), "int32"), ((), "float32")), variables=(),
+        steps=(("view_assign", 1, (Ellipsis, slice(None, None, 2)), 0, False, False),
+               ("unary", "relu", 0), ("unary", "relu", 0), ("unary", "relu", 0),
+               ("setitem", 3, (Ellipsis, 0), 2, True, False)),
+        final_order=(0, 1, 2, 3, 4, 5, 6)), 0)
+
+
+def test_fuzz_program_zero_d_target_written_from_one_element_arrays():
+    check_plain(Program(
+        inputs=(((), "float32"), ((), "float32")), variables=(),
+        steps=(("unary", "relu", 0), ("unary", "relu", 0), ("assign_scalar", 0, 0),
+               ("unary", "relu", 0), ("unary", "relu", 0), ("unary", "relu", 0),
+               ("unary", "relu", 0), ("cast", 0, "int32"), ("unary", "relu", 0),
+               ("unary", "abs", 8), ("unary", "relu", 0), ("unary", "relu", 0),
+               ("assign_scalar", 8, 0)),
+        final_order=tuple(range(13))), 0)
