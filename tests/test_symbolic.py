@@ -349,3 +349,19 @@ def test_a_kernel_reading_a_variable_bound_nowhere_is_a_clear_error():
     t = Tensor(np.zeros(8, np.float32))[:n.bind(4)]
     with pytest.raises(ValueError, match="bound nowhere"):
         Tensor.full((4, t.shape[0]), 2.0).sum(1).numpy()  # a KeyError inside a kernel before
+
+
+def test_full_zeros_and_ones_take_bound_variables_as_sizes():
+    v = Variable("fz", 0, 8)
+    schedule_cache_clear()
+    for val in (3, 5, 0, 8):
+        x = Tensor(np.arange(16, dtype=np.float32).reshape(2, 8))
+        out = x[:, :v.bind(val)] + Tensor.full((2, v.bind(val)), 1.5) + Tensor.ones(2, v.bind(val))
+        np.testing.assert_array_equal(out.numpy(), np.arange(16).reshape(2, 8)[:, :val] + 2.5)
+        assert Tensor.zeros(v.bind(val), dtype="int32").numpy().tolist() == [0] * val
+    assert schedule_cache_info().misses == 2  # one schedule per program, for every value
+    np.testing.assert_array_equal(Tensor.ones(v.bind(2), v.bind(2)).numpy(), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="bound to two values"):
+        Tensor.ones(v.bind(2), v.bind(3))
+    with pytest.raises(ShapeError, match="may be negative"):
+        Tensor.zeros(Variable("neg", -2, 4).bind(2))

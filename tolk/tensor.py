@@ -362,7 +362,11 @@ class Tensor:
     @staticmethod
     def full(shape, fill_value: Scalar, dtype: DType | str | None = None,
              device: str | None = None) -> Tensor:
-        return Tensor._full(shape, fill_value, dtype, device, ())
+        """A new tensor of `shape` filled with `fill_value`. A size may be a bound Variable
+        (``Tensor.full((2, n.bind(5)), 1.0)``): the shape is symbolic, one cached schedule
+        serves every value."""
+        shape, binds = _bound_shape(shape)
+        return Tensor._full(shape, fill_value, dtype, device, binds)
 
     @staticmethod
     def _full(shape, fill_value: Scalar, dtype, device, binds: tuple[UOp, ...]) -> Tensor:
@@ -383,11 +387,11 @@ class Tensor:
 
     @staticmethod
     def zeros(*shape, dtype=None, device=None) -> Tensor:
-        return Tensor.full(_shape_arg(shape), 0, dtype or dtypes.default_float, device)
+        return Tensor.full(shape, 0, dtype or dtypes.default_float, device)
 
     @staticmethod
     def ones(*shape, dtype=None, device=None) -> Tensor:
-        return Tensor.full(_shape_arg(shape), 1, dtype or dtypes.default_float, device)
+        return Tensor.full(shape, 1, dtype or dtypes.default_float, device)
 
     def zeros_like(self, dtype=None) -> Tensor:
         return self.full_like(0, dtype)
@@ -1673,6 +1677,31 @@ def _split(shape) -> tuple[tuple[Sym, ...], int]:
 
 def _is_bound(x) -> bool:
     return isinstance(x, BoundVariable)
+
+
+def _bound_shape(shape) -> tuple[tuple, tuple[UOp, ...]]:
+    """`_shape_arg` that also takes bound Variables as sizes: the shape with a Sym for each,
+    and their BIND nodes (sorted by name). Two values of one variable are a ValueError, a
+    variable that may be negative a ShapeError."""
+    if _is_bound(shape):
+        shape = (shape,)
+    if type(shape) in (tuple, list) and len(shape) == 1 and type(shape[0]) in (tuple, list):
+        shape = shape[0]
+    if type(shape) not in (tuple, list) or not any(_is_bound(s) for s in shape):
+        return _shape_arg(shape), ()
+    binds: dict[str, UOp] = {}
+    dims = []
+    for s in shape:
+        if _is_bound(s):
+            if s.name in binds and binds[s.name] is not s.uop:
+                raise ValueError(f"variable {s.name!r} is bound to two values in shape "
+                                 f"{tuple(shape)}")
+            if s.var.min + s.add < 0:
+                raise ShapeError(f"size {s!r} in shape {tuple(shape)} may be negative (its "
+                                 f"variable ranges over [{s.var.min}, {s.var.max}])")
+            s = _dim(s, binds)
+        dims.append(s)
+    return _shape_arg(tuple(dims)), tuple(binds[k] for k in sorted(binds))
 
 
 def _is_symbolic_slice(sl: slice, size) -> bool:
