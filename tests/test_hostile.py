@@ -4,6 +4,7 @@ a crash or a wrong value."""
 
 from __future__ import annotations
 
+import re
 import time
 import tracemalloc
 import warnings
@@ -478,3 +479,95 @@ def test_dropping_an_assign_chain_with_the_collector_left_to_itself_does_not_cra
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", \
         (done.returncode, done.stderr[-2000:])
+
+
+# -- bad arguments to the Tensor API (each a clear error; earlier tensors keep their values) ---
+
+
+def test_copies_of_a_tensor_are_new_tensors_and_writes_into_them_stay_there():
+    import copy
+
+    x = Tensor(np.zeros(3, np.float32)).realize()
+    y = x + 1
+    for make in (copy.copy, copy.deepcopy):
+        c, d = make(x), make(y)
+        c[0] = 1.0
+        d[0] = 42.0
+        np.testing.assert_array_equal(c.numpy(), [1, 0, 0])
+        np.testing.assert_array_equal(d.numpy(), [42, 1, 1])
+        np.testing.assert_array_equal(x.numpy(), [0, 0, 0])
+        np.testing.assert_array_equal(y.numpy(), [1, 1, 1])
+    x[1] = 5.0
+    assert copy.deepcopy([x])[0].numpy().tolist() == [0, 5, 0]
+
+
+def test_where_and_cat_refuse_operands_on_other_devices():
+    from tolk.errors import DeviceError
+
+    a, b = Tensor([1.0, 2.0]), Tensor([3.0, 4.0], device="CPU:1")
+    with pytest.raises(DeviceError, match="condition is on CPU, its values on CPU:1"):
+        (a > 1).where(b, 0.0)
+    with pytest.raises(DeviceError, match="different devices"):
+        a.cat(Tensor.zeros(0, device="CPU:1"))
+    np.testing.assert_array_equal((a > 1).where(a, 0.0).numpy(), [0, 2])
+
+
+@pytest.mark.parametrize("bad", [np.array(["2020-01-01"], "datetime64[D]"), np.array([None]),
+                                 np.array([1 + 2j]), np.array(["1.5"])])
+def test_assign_refuses_numpy_arrays_a_tensor_cannot_be_made_from(bad):
+    x = Tensor(np.zeros(3, np.float32)).realize()
+    with pytest.raises(TypeError, match=re.escape(f"dtype {bad.dtype}")):
+        x[0] = bad
+    x[1] = np.array([2], np.int64)
+    np.testing.assert_array_equal(x.numpy(), [0, 2, 0])
+
+
+def test_bad_creation_arguments_name_what_was_wrong():
+    from tolk.errors import ShapeError
+
+    for kw, err, msg in ((dict(high=float("inf")), ValueError, "high = inf is not a finite"),
+                         (dict(low=float("nan")), ValueError, "low = nan"),
+                         (dict(high=1e6, dtype="float16"), ValueError, "finite float16"),
+                         (dict(low="a"), TypeError, "low must be a number"),
+                         (dict(high=None), TypeError, "high must be a number")):
+        with pytest.raises(err, match=msg):
+            Tensor.uniform(3, **kw)
+    assert (Tensor.uniform(64, high=60000.0, dtype="float16").numpy() < 60000).all()
+    with pytest.raises(TypeError, match="eye's n must be an int"):
+        Tensor.eye(None)
+    with pytest.raises(ShapeError, match="eye's m must not be negative"):
+        Tensor.eye(3, -1)
+    np.testing.assert_array_equal(Tensor.eye(np.int64(2), 3).numpy(), np.eye(2, 3))
+    with pytest.raises(ValueError, match="step must not be zero"):
+        Tensor.arange(0, 5, 0)
+
+
+def test_void_is_no_dtype_for_tensor_data():
+    x = Tensor([1.0, 2.0])
+    for make in (lambda: x.cast(dtypes.void), lambda: Tensor.zeros(2, dtype="void"),
+                 lambda: Tensor.empty(2, dtype=dtypes.void), lambda: x.zeros_like(dtypes.void),
+                 lambda: x.sum(dtype=dtypes.void), lambda: Tensor([1], dtype=dtypes.void),
+                 lambda: Tensor.arange(3, dtype=dtypes.void), lambda: x.bitcast(dtypes.void)):
+        with pytest.raises(TypeError, match="void is not a dtype"):
+            make()
+
+
+def test_zero_d_softmax_transpose_linear_and_symbolic_windows():
+    from tolk import Variable
+    from tolk.errors import ShapeError
+
+    assert Tensor(3.0).softmax().numpy() == 1.0 and Tensor(3.0).log_softmax(0).numpy() == 0.0
+    with pytest.raises(ShapeError, match="axis 1 is out of range for a tensor of rank 0"):
+        Tensor(1.0).softmax(1)
+    with pytest.raises(ShapeError, match="0-d tensor"):
+        Tensor(1.0).transpose(0, 0)
+    with pytest.raises(ShapeError, match="axis 5 is out of range for a tensor of rank 2"):
+        Tensor([[1.0]]).unsqueeze(5)
+    with pytest.raises(ShapeError, match="axis 3 is out of range for a tensor of rank 2"):
+        Tensor.stack(Tensor([[1.0]]), dim=3)
+    with pytest.raises(TypeError, match="linear takes Tensors, got NoneType"):
+        Tensor([1.0]).linear(None)
+    x = Tensor(np.ones((1, 1, 8, 8), np.float32))[:, :, :Variable("hw", 3, 8).bind(5), :]
+    for op in (lambda: x.conv2d(Tensor.ones(1, 1, 2, 2)), x.max_pool2d, x.avg_pool2d):
+        with pytest.raises(ShapeError, match="static size on axis 2"):
+            op()

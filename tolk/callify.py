@@ -593,6 +593,9 @@ def assign(target: Tensor, x) -> Tensor:
     """Store `x` into `target`'s buffer through `target`'s view; every view of the buffer
     (including `target`) then reads the new state."""
     if isinstance(x, (list, tuple, np.ndarray)):  # host data, cast to the target's dtype
+        if isinstance(x, np.ndarray) and x.dtype.kind not in "biuf":  # as Tensor(x) refuses
+            raise TypeError(f"cannot assign a numpy array of dtype {x.dtype} into a "
+                            f"{target.dtype.name} tensor (bools, ints and floats only)")
         if isinstance(x, np.ndarray) and target.dtype is not dtypes.bfloat16:  # (bfloat16's
             x = x.astype(target.dtype.np)  # numpy dtype is its storage: Tensor rounds to it)
         x = Tensor(x, device=target.device, dtype=target.dtype)

@@ -154,13 +154,18 @@ def _view_states() -> list[UOp]:
     return [s for r in list(_views.data) if (s := r()) is not None]
 
 
-def _norm_axis(axis: int, ndim: int) -> int:
+def _norm_axis(axis: int, ndim: int, rank: int | None = None) -> int:
+    """`axis` in ``[0, ndim)``; `rank` (the tensor's, where it is not `ndim`: an insertion
+    position, or a 0-d tensor taken as one axis) only names the tensor in the error."""
     try:
         axis = operator.index(axis)  # numpy's integers are axes too
     except TypeError:
         raise TypeError(f"an axis must be an int, got {type(axis).__name__} {axis!r}") from None
     if not -ndim <= axis < max(ndim, 1):
-        raise ShapeError(f"axis {axis} is out of range for a tensor of rank {ndim}")
+        if rank is None or rank == ndim:
+            raise ShapeError(f"axis {axis} is out of range for a tensor of rank {ndim}")
+        raise ShapeError(f"axis {axis} is out of range for a tensor of rank {rank} (here "
+                         f"{-ndim} to {max(ndim, 1) - 1})")
     return axis % ndim if ndim else 0
 
 
@@ -237,7 +242,7 @@ class Tensor:
             self._set(data)
             return
         device = canonical_device(device or "CPU")
-        want = to_dtype(dtype) if dtype is not None else None
+        want = _data_dtype(dtype) if dtype is not None else None
         if isinstance(data, Tensor):  # a new tensor, as np.array(t) copies (computed lazily)
             t = data.to(device)
             self._set((t.cast(want) if want else t)._copy().uop)
@@ -326,6 +331,15 @@ class Tensor:
         arr = self.numpy()
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
+    def __copy__(self) -> Tensor:
+        """``copy.copy(t)``: a new tensor with t's values, as ``ndarray.copy`` (not a second
+        name for t's storage: a write into the copy leaves t as it is)."""
+        return Tensor(self)
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """``copy.deepcopy(t)``: as `__copy__` (a tensor holds no Python objects to copy)."""
+        return Tensor(self)
+
     def __iter__(self):
         """The sub-tensors along the first axis, as numpy iterates an array; a 0-d tensor is
         not iterable (TypeError), as a 0-d array is not."""
@@ -372,7 +386,7 @@ class Tensor:
     def _full(shape, fill_value: Scalar, dtype, device, binds: tuple[UOp, ...]) -> Tensor:
         """`full`; a symbolic size takes its value from `binds` (BIND nodes riding along)."""
         shape = _shape_arg(shape)
-        d = to_dtype(dtype) if dtype is not None else _scalar_default_dtype(fill_value)
+        d = _data_dtype(dtype) if dtype is not None else _scalar_default_dtype(fill_value)
         dev = UOp(Ops.DEVICE, dtypes.void, (), canonical_device(device or "CPU"))
         t = Tensor(UOp(Ops.CONST, d, (dev,), _py_value(fill_value, d)))
         if not shape:
@@ -410,7 +424,7 @@ class Tensor:
     def empty(*shape, dtype=None, device=None) -> Tensor:
         """An uninitialised tensor; its storage is allocated when a schedule first uses it."""
         shape = _shape_arg(shape)
-        d = to_dtype(dtype or dtypes.default_float)
+        d = _data_dtype(dtype or dtypes.default_float)
         buf = UOp.buffer(d, prod(shape), canonical_device(device or "CPU"))
         return Tensor(_view_of_buffer(buf, shape))
 
@@ -422,15 +436,25 @@ class Tensor:
             if not isinstance(v, (int, float, np.integer, np.floating)):
                 what = "a symbolic size" if isinstance(v, Sym) else type(v).__name__
                 raise TypeError(f"arange takes int or float bounds, got {v!r} ({what})")
+        if step == 0:
+            raise ValueError("arange's step must not be zero")
         arr = np.arange(start, stop, step)
         fits = arr.dtype.kind == "f" or not arr.size or (
             np.iinfo(np.int32).min <= arr.min() and arr.max() <= np.iinfo(np.int32).max)
-        d = to_dtype(dtype) if dtype else (dtypes.default_float if arr.dtype.kind == "f"
+        d = _data_dtype(dtype) if dtype else (dtypes.default_float if arr.dtype.kind == "f"
                                            else dtypes.default_int if fits else dtypes.int64)
         return Tensor(arr, device=device, dtype=d)
 
     @staticmethod
     def eye(n: int, m: int | None = None, dtype=None, device=None) -> Tensor:
+        """The (n, m) identity (m defaults to n)."""
+        for what, v in (("n", n), ("m", m)):
+            if v is None and what == "m":
+                continue
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"eye's {what} must be an int, got {v!r}")
+            if v < 0:
+                raise ShapeError(f"eye's {what} must not be negative, got {v}")
         return Tensor(np.eye(n, m), device=device, dtype=dtype or dtypes.default_float)
 
     @staticmethod
@@ -452,7 +476,7 @@ class Tensor:
     def rand(*shape, dtype=None, device=None) -> Tensor:
         """Uniform in [0, 1) (a float dtype: in 16 bits, values that would round up to 1 are
         the largest below it)."""
-        d = to_dtype(dtype or dtypes.default_float)
+        d = _data_dtype(dtype or dtypes.default_float)
         if not d.is_float:
             raise TypeError(f"rand draws floats, got dtype {d.name}")
         x = Tensor._rng().random(_shape_arg(shape), dtype=np.float32)
@@ -463,7 +487,7 @@ class Tensor:
     @staticmethod
     def randn(*shape, dtype=None, device=None) -> Tensor:
         """Standard normal."""
-        d = to_dtype(dtype or dtypes.default_float)
+        d = _data_dtype(dtype or dtypes.default_float)
         if not d.is_float:
             raise TypeError(f"randn draws floats, got dtype {d.name}")
         return _random(Tensor(Tensor._rng().standard_normal(_shape_arg(shape), dtype=np.float32),
@@ -473,11 +497,17 @@ class Tensor:
     def uniform(*shape, low=0.0, high=1.0, dtype=None, device=None) -> Tensor:
         """Uniform in [low, high): drawn in float64 and rounded to the dtype, a value that
         rounds up to `high` becomes the largest one below it (as `rand`)."""
-        d = to_dtype(dtype or dtypes.default_float)
+        d = _data_dtype(dtype or dtypes.default_float)
         if not d.is_float:
             raise TypeError(f"uniform draws floats, got dtype {d.name}")
         if isinstance(low, Tensor) or isinstance(high, Tensor):  # bounds per element
             return Tensor.rand(*shape, dtype=d, device=device) * (high - low) + low
+        top = float(np.finfo(np.float32 if d is dtypes.bfloat16 else d.np).max)
+        for what, v in (("low", low), ("high", high)):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
+                raise TypeError(f"uniform's {what} must be a number or a Tensor, got {v!r}")
+            if not abs(float(v)) <= top:  # (a NaN too)
+                raise ValueError(f"uniform's {what} = {v!r} is not a finite {d.name} value")
         x = Tensor._rng().random(_shape_arg(shape)) * (high - low) + low
         if high > low:  # the ends as values of `d` (each rounds to itself)
             x = np.clip(x, _step_inside(float(low), d, up=True),
@@ -724,6 +754,9 @@ class Tensor:
             else:
                 y, x = y._operands(x)
         x, y = x._operands(y)
+        mine, theirs = device_of(self.uop), device_of(x.uop)
+        if mine != theirs and mine is not None and theirs is not None:
+            raise DeviceError(f"where's condition is on {mine}, its values on {theirs}")
         shape = _broadcast_shape(self.shape, x.shape)
         c = self.cast(dtypes.bool)._broadcast_to(shape)
         return c._alu(Ops.WHERE, x._broadcast_to(shape), y._broadcast_to(shape), dtype=x.dtype)
@@ -826,7 +859,7 @@ class Tensor:
     clamp = clip
 
     def cast(self, dtype: DType | str) -> Tensor:
-        d = to_dtype(dtype)
+        d = _data_dtype(dtype)
         return self if d is self.dtype else self._alu(Ops.CAST, dtype=d)
 
     def float(self) -> Tensor:
@@ -843,7 +876,7 @@ class Tensor:
 
     def bitcast(self, dtype: DType | str) -> Tensor:
         """Reinterpret the bits; the item size must not change."""
-        d = to_dtype(dtype)
+        d = _data_dtype(dtype)
         if d.itemsize != self.dtype.itemsize:
             raise TypeError(f"bitcast from {self.dtype.name} to {d.name} changes the item size")
         return self if d is self.dtype else self._alu(Ops.BITCAST, dtype=d)
@@ -945,7 +978,7 @@ class Tensor:
             x = x.reshape(1)
         ax = _norm_axis(0 if axis is None else axis, x.ndim)
         _static_dims(x, "a running sum", (ax,))
-        want = to_dtype(dtype) if dtype is not None else (
+        want = _data_dtype(dtype) if dtype is not None else (
             self.dtype if self.dtype.is_float and self.dtype.itemsize == 2 else None)
         x = x.cast(dtypes.float32 if want is not None and want.is_float and want.itemsize == 2
                    else want or x._acc_dtype())
@@ -1026,6 +1059,9 @@ class Tensor:
     def softmax(self, axis: int = -1) -> Tensor:
         """Softmax over `axis`; 16-bit floats are computed in float32 (the sum of many small
         terms would round away in 16 bits) and come back 16-bit."""
+        if not self.ndim:  # a 0-d tensor as its one element (axis 0 or -1): 1
+            _norm_axis(axis, 1, 0)
+            return self.reshape(1).softmax(0).reshape(())
         x = self._float()
         if self.shape[_norm_axis(axis, self.ndim)] == 0:  # nothing to normalise (no max)
             return x
@@ -1035,6 +1071,9 @@ class Tensor:
     @_half_in_float32
     def log_softmax(self, axis: int = -1) -> Tensor:
         """Log of the softmax over `axis`; 16-bit floats are computed in float32."""
+        if not self.ndim:  # a 0-d tensor as its one element (axis 0 or -1): 0
+            _norm_axis(axis, 1, 0)
+            return self.reshape(1).log_softmax(0).reshape(())
         x = self._float()
         if self.shape[_norm_axis(axis, self.ndim)] == 0:
             return x
@@ -1101,6 +1140,8 @@ class Tensor:
         return self if order == tuple(range(self.ndim)) else self._mov(Ops.PERMUTE, order)
 
     def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
+        if not self.ndim:  # as numpy's swapaxes: a 0-d tensor has no axis to swap
+            raise ShapeError(f"transpose({dim0}, {dim1}) of a 0-d tensor: it has no axes")
         order = list(range(self.ndim))
         a, b = _norm_axis(dim0, self.ndim), _norm_axis(dim1, self.ndim)
         order[a], order[b] = order[b], order[a]
@@ -1200,7 +1241,7 @@ class Tensor:
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         if self.ndim == 0:
             for d in (start_dim, end_dim):
-                _norm_axis(d, 1)  # a 0-d tensor flattens as one axis: 0 or -1 only
+                _norm_axis(d, 1, 0)  # a 0-d tensor flattens as one axis: 0 or -1 only
             return self.reshape(1)
         s, e = _norm_axis(start_dim, self.ndim), _norm_axis(end_dim, self.ndim)
         if s > e:
@@ -1223,7 +1264,7 @@ class Tensor:
                                   if not (i in dims and s == 1)))
 
     def unsqueeze(self, dim: int) -> Tensor:
-        d = _norm_axis(dim, self.ndim + 1)
+        d = _norm_axis(dim, self.ndim + 1, self.ndim)
         return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
 
     def _slice_step(self, axis: int, start: int, stop: int, step: int) -> Tensor:
@@ -1329,6 +1370,9 @@ class Tensor:
                                  f"got {[t.shape for t in ts]}")
         for t in ts:
             _static_dims(t, "cat", (d,))
+        devs = {device_of(t.uop) for t in ts} - {None}
+        if len(devs) > 1:  # (checked before empty parts are left out)
+            raise DeviceError(f"cat of tensors on different devices: {sorted(devs)}")
         dt = least_upper_dtype(*(t.dtype for t in ts))
         total = sum(t.shape[d] for t in ts)
         out, off = None, 0
@@ -1347,7 +1391,7 @@ class Tensor:
         if not ts:
             raise ValueError("stack needs at least one tensor")
         _all_tensors("stack", ts)
-        d = _norm_axis(dim, ts[0].ndim + 1)
+        d = _norm_axis(dim, ts[0].ndim + 1, ts[0].ndim)
         return ts[0].unsqueeze(d).cat(*(t.unsqueeze(d) for t in ts[1:]), dim=d)
 
     def repeat(self, *repeats) -> Tensor:
@@ -1401,6 +1445,7 @@ class Tensor:
         return x.matmul(self)
 
     def linear(self, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+        _all_tensors("linear", (weight,) if bias is None else (weight, bias))
         x = self * weight if weight.ndim == 1 else self @ weight
         return x + bias if bias is not None else x
 
@@ -1436,6 +1481,7 @@ class Tensor:
         if self.ndim < len(k):
             raise ShapeError(f"a {len(k)}-D window needs at least {len(k)} axes, got shape "
                              f"{self.shape}")
+        _static_dims(self, "a sliding window", range(self.ndim - len(k), self.ndim))
         spatial = self.shape[-len(k):]
         outs = tuple((s - d * (kk - 1) - 1) // st + 1
                      for s, kk, st, d in zip(spatial, k, stride, dilation))
@@ -1645,6 +1691,14 @@ class Tensor:
 
 # ---------------------------------------------------------------------------------------------
 # helpers
+
+
+def _data_dtype(x) -> DType:
+    """`to_dtype` for the dtype of tensor data: void (no values) is a TypeError."""
+    d = to_dtype(x)
+    if d is dtypes.void:
+        raise TypeError("void is not a dtype tensor data can have")
+    return d
 
 
 def _shape_arg(shape, allow_neg: bool = False) -> tuple[int, ...]:
