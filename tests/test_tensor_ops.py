@@ -2717,3 +2717,69 @@ def test_one_element_tensors_convert_like_numpy_scalars_and_rand_checks_its_argu
     for dt in ("bfloat16", "float16"):  # values that round up to 1 in 16 bits stay below it
         x = Tensor.rand(50_000, dtype=dt).numpy().astype(np.float32)
         assert x.min() >= 0 and x.max() < 1
+
+
+# -- dtype corners (each against numpy) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("signed", [np.int64, np.int8, np.int32])
+def test_signed_ints_compare_with_uint64_exactly_as_numpy(signed):
+    wide = np.array([-2**63, -1, 0, 1, 2**53, 2**53 + 1, 2**63 - 1, 5], np.int64)
+    a = (wide if signed is np.int64 else np.array([-128, -1, 0, 1, 5, 127, 3, 2], signed))[:, None]
+    u = np.array([0, 1, 2**53, 2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1, 5], np.uint64)[None, :]
+    for op in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne):
+        for x, y in ((a, u), (u, a)):
+            got = op(Tensor(x), Tensor(y)).numpy()
+            assert got.dtype == np.bool_
+            np.testing.assert_array_equal(got, op(x, y), err_msg=f"{op.__name__} {x.dtype}")
+
+
+def test_numpy_ints_and_bound_variables_compare_by_value_and_divide_as_ints():
+    from tolk import Variable
+
+    t = Tensor(np.array([1, 2, 255], np.uint8))
+    assert (t < np.int64(-1)).numpy().tolist() == [False] * 3
+    assert (t == np.int64(300)).numpy().tolist() == [False] * 3
+    assert (t != np.uint16(300)).numpy().tolist() == [True] * 3
+    s = Tensor(np.array([1, 100, -5], np.int8))
+    v = Variable("big", 1, 1000).bind(500)
+    np.testing.assert_allclose((s / v).numpy(), np.array([1, 100, -5]) / 500, rtol=1e-6)
+    np.testing.assert_allclose((v / s).numpy(), 500 / np.array([1, 100, -5]), rtol=1e-6)
+    assert (s < v).numpy().tolist() == [True] * 3 and (v <= s).numpy().tolist() == [False] * 3
+    w = Variable("neg", -10, 10).bind(-3)
+    u = Tensor(np.array([1, 2**63], np.uint64))
+    assert (u < w).numpy().tolist() == [False, False] and (u != w).numpy().tolist() == [True] * 2
+
+
+def test_bfloat16_constants_round_once_from_their_value():
+    v = 1 + 2**-8 + 2**-30  # through float32 it rounds to 1 + 2**-8, then (a tie) to 1.0
+    assert Tensor.full((1,), v, dtype="bfloat16").numpy().tolist() == [1.0078125]
+    assert (Tensor([v], dtype="bfloat16") == v).numpy().tolist() == [True]
+    assert Tensor.full((1,), 2**24 + 2**16 + 1, dtype="bfloat16").numpy().tolist() == [16908288]
+    big = 2**63 + 2**55 + 1  # past float64's precision: rounded from the int itself
+    assert Tensor.full((1,), big, dtype="bfloat16").numpy().tolist() == \
+        Tensor(np.array([big], np.uint64), dtype="bfloat16").numpy().tolist() == [2**63 + 2**56]
+
+
+def test_abs_floor_ceil_trunc_of_ints_are_new_tensors():
+    x = Tensor(np.array([1, 2, 3], np.int32)).realize()
+    ys = [x.floor(), x.ceil(), x.trunc(), x.cast("uint8").abs(), (x > 1).abs()]
+    assert all(y is not x for y in ys)
+    x.assign(Tensor(np.zeros(3, np.int32)))
+    assert [y.numpy().tolist() for y in ys] == [[1, 2, 3]] * 4 + [[False, True, True]]
+
+
+def test_cumsum_keeps_negative_zeros():
+    for a in (np.array([-0.0, -0.0, -0.0], np.float32), np.array([[-0.0, 2], [-0.0, -0.0]])):
+        for ax in (None, 0, -1):
+            got, want = Tensor(a).cumsum(ax).numpy(), np.cumsum(a, ax)
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_maximum_with_a_sharded_operand_keeps_the_operand_order():
+    a, b = Tensor([0.0, -0.0]), Tensor([-0.0, 0.0])
+    devs = ("CPU:1", "CPU:2")
+    for op in ("maximum", "minimum"):
+        want = np.signbit(getattr(np, op)(a.numpy(), b.numpy()))
+        np.testing.assert_array_equal(np.signbit(getattr(a, op)(b.shard(devs)).numpy()), want)

@@ -187,6 +187,14 @@ class MultiTensor:
     def minimum(self, o):
         return self._map(lambda a, b: a.minimum(b), o)
 
+    def _rmaximum(self, o):
+        """``o.maximum(self)`` for a plain `o`: split as this one is, `o` kept first (numpy's
+        maximum of 0.0 and -0.0 is its first operand)."""
+        return self._map(lambda a, b: b.maximum(a), o)
+
+    def _rminimum(self, o):
+        return self._map(lambda a, b: b.minimum(a), o)
+
     def where(self, x, y):
         """``cond.where(x, y)`` shard by shard (x and y split as the condition is)."""
         return self._map(lambda c, a, b: c.where(a, b), x, y)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from tolk.dtype import DType, dtypes, least_upper_dtype, to_dtype
+from tolk.dtype import DType, _round_int_to_bf16, dtypes, least_upper_dtype, to_dtype
 from tolk.errors import DeviceError, ShapeError
 from tolk.helpers import prod
 from tolk.runtime.device import canonical_device
@@ -575,7 +575,7 @@ class Tensor:
     def div(self, x, reverse=False) -> Tensor:
         """True division; integer operands give float32 (a Python int divides as a float:
         ``int8_tensor / 1000`` is fine, as in numpy)."""
-        if not self.dtype.is_float and isinstance(x, (int, np.integer)) \
+        if not self.dtype.is_float and isinstance(x, (int, np.integer, BoundVariable)) \
                 and not isinstance(x, (bool, np.bool_)):
             return self._float().div(x, reverse)
         a, b = self._operands(x, reverse)
@@ -607,15 +607,26 @@ class Tensor:
         return out
 
     def maximum(self, x) -> Tensor:
-        return x.maximum(self) if type(x) in DEFER_TO else self._binop(Ops.MAX, x)
+        return x._rmaximum(self) if type(x) in DEFER_TO else self._binop(Ops.MAX, x)
 
     def minimum(self, x) -> Tensor:
-        return x.minimum(self) if type(x) in DEFER_TO else self._binop(Ops.MIN, x)
+        return x._rminimum(self) if type(x) in DEFER_TO else self._binop(Ops.MIN, x)
 
     def _cmp(self, op: Ops, x, reverse=False) -> Tensor:
         """A comparison; a Python int the tensor's dtype cannot hold compares by value, as in
         numpy 2 (``uint8_tensor < -1`` is all False, ``== 300`` all False, ``!= 300`` all
         True), where arithmetic with it is an error."""
+        if isinstance(x, np.integer):  # a numpy int compares as the Python int it holds
+            x = int(x)
+        if isinstance(x, Tensor) and _signed_against_uint64(self.dtype, x.dtype):
+            return self._cmp_uint64(op, x, reverse)
+        if isinstance(x, BoundVariable) and not self.dtype.is_float:  # by value, as an int
+            info = np.iinfo(_scalar_dtype(0, self.dtype).np)
+            if x.var.min + x.add < info.min or x.var.max + x.add > info.max:
+                v = x._t().cast(dtypes.int64)
+                if self.dtype is dtypes.uint64:
+                    return self._cmp_uint64(op, v, reverse)
+                return self.cast(dtypes.int64)._binop(op, v, reverse, out=dtypes.bool)
         if type(x) is int and not self.dtype.is_float and all(type(s) is int for s in self.shape):
             info = np.iinfo(_scalar_dtype(x, self.dtype).np)  # a bool tensor compares as int32
             if not info.min <= x <= info.max:
@@ -625,6 +636,23 @@ class Tensor:
                     value = (x < info.min) if reverse else (x > info.max)
                 return self.full_like(value, dtypes.bool)
         return self._binop(op, x, reverse, out=dtypes.bool)
+
+    def _cmp_uint64(self, op: Ops, x: Tensor, reverse: bool) -> Tensor:
+        """A comparison of a signed int tensor with a uint64 one, exact as numpy 2 makes it
+        (promotion would compare both as float64, which rounds past 2**53): a negative value
+        is below every uint64, the others compare as uint64."""
+        left, right = (x, self) if reverse else (self, x)
+        signed_left = left.dtype is not dtypes.uint64
+        i = (left if signed_left else right).cast(dtypes.int64)
+        u64 = i.cast(dtypes.uint64)
+        if signed_left:
+            cmp = u64._binop(op, right, out=dtypes.bool)
+        else:
+            cmp = left._binop(op, u64, out=dtypes.bool)
+        # where the signed value is negative: i < u, i <= u and != hold, u < i, u <= i and ==
+        # do not
+        negative_holds = op is Ops.CMPNE or (signed_left and op is not Ops.CMPEQ)
+        return (i < 0).where(negative_holds, cmp)
 
     def __add__(self, x):
         return NotImplemented if type(x) in DEFER_TO else self.add(x)
@@ -797,21 +825,23 @@ class Tensor:
         return self._unary(Ops.LOG2)
 
     def trunc(self) -> Tensor:
-        return self._alu(Ops.TRUNC) if self.dtype.is_float else self
+        return self._alu(Ops.TRUNC) if self.dtype.is_float else self._copy()  # (a new tensor)
 
     def floor(self) -> Tensor:
         """Round toward negative infinity; infinities, nan and -0.0 stay (numpy's floor)."""
         if not self.dtype.is_float:
-            return self
+            return self._copy()  # a new tensor with the same values, as numpy's
         t = self.trunc()  # not x // 1: numpy's inf // 1 is nan
         return (self < t).where(t - 1, t)
 
     def ceil(self) -> Tensor:
         """Round toward positive infinity, as numpy's ceil (``-floor(-x)``)."""
-        return -((-self).floor()) if self.dtype.is_float else self
+        return -((-self).floor()) if self.dtype.is_float else self._copy()
 
     def abs(self) -> Tensor:
-        return self if self.dtype is dtypes.bool or self.dtype.is_unsigned else self._alu(Ops.ABS)
+        if self.dtype is dtypes.bool or self.dtype.is_unsigned:
+            return self._copy()  # a new tensor with the same values, as numpy's
+        return self._alu(Ops.ABS)
 
     def sign(self) -> Tensor:
         if self.dtype is dtypes.bool:
@@ -969,7 +999,9 @@ class Tensor:
         return self._scan(Ops.ADD, axis, dtype)
 
     def cumprod(self, axis=None, dtype=None) -> Tensor:
-        """Running products along `axis`, as `cumsum` (accumulated as `prod`)."""
+        """Running products along `axis`, as `cumsum` (accumulated as `prod`). Grouped as a
+        tree too: where numpy's left-to-right product overflows before a later 0 (an inf times
+        0, nan) the tree may multiply that 0 in first (0), and the reverse."""
         return self._scan(Ops.MUL, axis, dtype)
 
     def _scan(self, op: Ops, axis, dtype) -> Tensor:
@@ -986,7 +1018,8 @@ class Tensor:
         while step < n:  # Hillis-Steele: x[i] (op)= x[i - step], for step 1, 2, 4, ...
             shifted = x.shrink(tuple((0, n - step) if i == ax else None for i in range(x.ndim)))
             shifted = shifted._pad(tuple((step, 0) if i == ax else (0, 0)
-                                         for i in range(x.ndim)), 0 if op is Ops.ADD else 1)
+                                         for i in range(x.ndim)),
+                                   (-0.0 if x.dtype.is_float else 0) if op is Ops.ADD else 1)
             x = x + shifted if op is Ops.ADD else x * shifted
             step *= 2
         if step == 1:  # one element: still a new tensor, as numpy's cumsum (not a view)
@@ -1693,6 +1726,14 @@ class Tensor:
 # helpers
 
 
+def _signed_against_uint64(a: DType, b: DType) -> bool:
+    """Whether one of `a`, `b` is uint64 and the other a signed int (numpy 2 compares those
+    exactly; their promotion, float64, would not)."""
+    if a is dtypes.uint64:
+        a, b = b, a
+    return b is dtypes.uint64 and not a.is_float and a.np.kind == "i"
+
+
 def _data_dtype(x) -> DType:
     """`to_dtype` for the dtype of tensor data: void (no values) is a TypeError."""
     d = to_dtype(x)
@@ -1931,6 +1972,8 @@ def _py_value(x: Scalar, d: DType) -> Scalar:
         if not info.min <= int(x) <= info.max:
             raise ValueError(f"Python integer {x} is out of bounds for {d.name}")
         return int(x)
+    if d is dtypes.bfloat16 and isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return float(_round_int_to_bf16(int(x)))  # once, from the int (float() rounds first)
     return float(x)
 
 

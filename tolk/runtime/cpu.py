@@ -257,9 +257,10 @@ class _Codegen:
             else:
                 self.names[n] = s[0]  # the buffer itself: no line
         elif op is Ops.CONST:
-            self.constval[n] = np.array(n.arg, dtype=cdt)
-            if n.dtype is dtypes.bfloat16:
-                self.constval[n] = bf16_round(self.constval[n])
+            if n.dtype is dtypes.bfloat16:  # rounded once, from the value itself (through
+                self.constval[n] = bf16_round(n.arg)  # float32 it would round twice)
+            else:
+                self.constval[n] = np.array(n.arg, dtype=cdt)
             self.emit(n, self.const(self.constval[n]))
         elif op is Ops.DEFINE_VAR:
             self.emit(n, f"{self.const(cdt.type)}(vv[{n.arg[0]!r}])")
