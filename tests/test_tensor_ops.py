@@ -2783,3 +2783,58 @@ def test_maximum_with_a_sharded_operand_keeps_the_operand_order():
     for op in ("maximum", "minimum"):
         want = np.signbit(getattr(np, op)(a.numpy(), b.numpy()))
         np.testing.assert_array_equal(np.signbit(getattr(a, op)(b.shard(devs)).numpy()), want)
+
+
+def test_dot_is_numpys_dot_for_every_rank():
+    rng = np.random.default_rng(7)
+    shapes = [(), (3,), (2, 3), (4, 3, 2), (2, 2, 3), (5, 2, 3), (3, 4), (2, 3, 4, 2)]
+    for sa in shapes:
+        for sb in shapes:
+            a = rng.standard_normal(sa).astype(np.float32)
+            b = rng.standard_normal(sb).astype(np.float32)
+            try:
+                want = np.dot(a, b)
+            except ValueError:
+                with pytest.raises(ShapeError):
+                    Tensor(a).dot(Tensor(b))
+                continue
+            got = Tensor(a).dot(Tensor(b)).numpy()
+            assert got.shape == want.shape, (sa, sb)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    ai = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    bi = ai.reshape(3, 4, 2)
+    got = Tensor(ai).dot(Tensor(bi)).numpy()
+    assert got.dtype == np.int32 and (got == np.dot(ai, bi)).all()
+
+
+def test_bools_are_no_axes_and_0d_int_arrays_are():
+    x = Tensor(np.arange(12, dtype=np.float32).reshape(2, 3, 2))
+    for bad in (lambda: x.sum(axis=True), lambda: x.max(np.bool_(False)), lambda: x.cumsum(True),
+                lambda: x.softmax(True)):
+        with pytest.raises(TypeError, match="bool"):
+            bad()
+    np.testing.assert_array_equal(x.sum(axis=np.array(1)).numpy(),
+                                  np.arange(12).reshape(2, 3, 2).sum(1))
+
+
+def test_symbolic_var_with_a_correction_past_the_count_divides_by_zero():
+    from tolk import Variable
+
+    n = Variable("vc", 1, 8)
+    data = np.array([[1.0, 2.0, 4.0, 8.0, 3.0, 3.0, 3.0, 3.0]], np.float32)
+    assert Tensor(data)[:, :n.bind(2)].var(1, correction=3).numpy().tolist() == [np.inf]
+    assert np.isnan(Tensor(data)[:, :n.bind(1)].var(1, correction=2).numpy()).all()
+    np.testing.assert_allclose(Tensor(data)[:, :n.bind(4)].var(1, correction=1).numpy(),
+                               data[:, :4].var(1, ddof=1), rtol=1e-6)
+
+
+def test_int_mean_var_and_std_accumulate_in_float64_as_numpy():
+    a = np.array([-2147483584, 2143252117], np.int32)  # float32 sums lose 43 of the mean
+    got = Tensor(a).mean().numpy()
+    assert got.dtype == np.float32 and got == np.float32(a.mean())
+    b = np.array([[2**30 + 1, 2**30 + 3, 2**30 + 8], [1, 2, 4]], np.int64)
+    for name, kw in (("var", {}), ("std", {}), ("var", {"correction": 0})):
+        got = getattr(Tensor(b), name)(1, **kw).numpy()
+        want = getattr(b, name)(1, ddof=kw.get("correction", 1))
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-6)

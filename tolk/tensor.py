@@ -158,6 +158,8 @@ def _norm_axis(axis: int, ndim: int, rank: int | None = None) -> int:
     """`axis` in ``[0, ndim)``; `rank` (the tensor's, where it is not `ndim`: an insertion
     position, or a 0-d tensor taken as one axis) only names the tensor in the error."""
     try:
+        if isinstance(axis, (bool, np.bool_)):  # (an int to Python, but no axis to numpy)
+            raise TypeError
         axis = operator.index(axis)  # numpy's integers are axes too
     except TypeError:
         raise TypeError(f"an axis must be an int, got {type(axis).__name__} {axis!r}") from None
@@ -916,6 +918,10 @@ class Tensor:
     def _axes(self, axis) -> tuple[int, ...]:
         if axis is None:
             return tuple(range(self.ndim))
+        if isinstance(axis, np.ndarray) and axis.ndim == 0 and axis.dtype.kind in "iu":
+            axis = int(axis)  # a 0-d int array is an axis (numpy's operator.index)
+        if isinstance(axis, (bool, np.bool_)):
+            raise TypeError(f"an axis must be an int, got the bool {axis!r}")
         if isinstance(axis, (int, np.integer)):
             if self.ndim == 0 and axis in (0, -1):  # numpy: a 0-d array reduces over axis 0
                 return ()  # or -1 as over none
@@ -995,7 +1001,8 @@ class Tensor:
         """Running sums along `axis` (None: over the flattened tensor, as numpy's default).
         Accumulates as `sum` does (ints and bools in 64 bits, 16-bit floats in float32).
         Computed as log2(n) shifted adds (each element's sum grouped as a tree, not left to
-        right: floats may differ from numpy's in the last bits), all in one kernel."""
+        right: floats may differ from numpy's in the last bits, and where a partial sum
+        overflows, numpy's stays inf where the tree's may not), all in one kernel."""
         return self._scan(Ops.ADD, axis, dtype)
 
     def cumprod(self, axis=None, dtype=None) -> Tensor:
@@ -1042,7 +1049,11 @@ class Tensor:
 
     @_half_in_float32
     def mean(self, axis=None, keepdim: bool = False) -> Tensor:
-        """Mean; 16-bit floats accumulate in float32 (as numpy) and come back 16-bit."""
+        """Mean; 16-bit floats accumulate in float32 (as numpy) and come back 16-bit; ints and
+        bools are summed in float64 (as numpy's) and give float32 (numpy: float64; tolk's
+        default float)."""
+        if not self.dtype.is_float:
+            return self.cast(dtypes.float64).mean(axis, keepdim).cast(dtypes.default_float)
         n = self._count(axis)
         x = self._float()
         if isinstance(n, Tensor):
@@ -1052,18 +1063,27 @@ class Tensor:
     @_half_in_float32
     def var(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor:
         """Variance with `correction` (tinygrad and PyTorch default 1; numpy's ddof=0 is 0);
-        16-bit floats are computed in float32."""
+        16-bit floats are computed in float32, ints and bools in float64 (as numpy's) and give
+        float32 (numpy: float64; tolk's default float). A correction of the count or more
+        divides by zero (inf, or nan where every value is equal), as numpy's."""
+        if not self.dtype.is_float:
+            return self.cast(dtypes.float64).var(axis, keepdim, correction).cast(
+                dtypes.default_float)
         n = self._count(axis)
         x = self._float()
         d = x - x.mean(axis, keepdim=True)
         div = n - correction
-        if isinstance(div, Tensor):
-            return (d * d).sum(axis, keepdim) / div.cast(x.dtype)
+        if isinstance(div, Tensor):  # (past the count: a division by zero, as below)
+            return (d * d).sum(axis, keepdim) / div.maximum(0).cast(x.dtype)
         if div <= 0:  # numpy (ddof >= n): a division by zero, inf (or nan where all are equal)
             return (d * d).sum(axis, keepdim) / 0.0
         return (d * d).sum(axis, keepdim) / div
 
     def std(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor:
+        """The square root of `var` (ints and bools: in float64, then float32)."""
+        if not self.dtype.is_float:
+            return self.cast(dtypes.float64).std(axis, keepdim, correction).cast(
+                dtypes.default_float)
         return self.var(axis, keepdim, correction).sqrt()
 
     def _arg(self, op: Ops, axis, keepdim: bool) -> Tensor:
@@ -1442,7 +1462,22 @@ class Tensor:
     # -- linear algebra and nn ------------------------------------------------------------------
 
     def dot(self, w: Tensor) -> Tensor:
-        return self.matmul(w)
+        """numpy's dot: a 0-d operand scales the other; otherwise the last axis of self with
+        the second-to-last of `w` (its only one when 1-d), the result shaped self's other axes
+        then w's. Where both are 1-d or 2-d, or one is 1-d, that is `matmul` (tinygrad's dot
+        is matmul everywhere: it broadcasts batches, where numpy's dot of two stacks pairs
+        every matrix of one with every matrix of the other)."""
+        _all_tensors("dot", (self, w))
+        if self.ndim == 0 or w.ndim == 0:
+            return self * w
+        if self.ndim == 1 or w.ndim == 1 or (self.ndim == 2 and w.ndim == 2):
+            return self.matmul(w)
+        a, b = self.shape[:-1], w.shape[:-2]
+        if self.shape[-1] != w.shape[-2]:
+            raise ShapeError(f"dot of shapes {self.shape} and {w.shape}: {self.shape[-1]} "
+                             f"(last axis) != {w.shape[-2]} (second-to-last)")
+        x = self.reshape(a + (1,) * len(b) + (1, self.shape[-1]))  # batches a + 1s against b
+        return (x @ w).reshape(a + b + w.shape[-1:])
 
     def matmul(self, w: Tensor) -> Tensor:
         """numpy matmul semantics: 1-D operands are promoted and squeezed; batches broadcast.
