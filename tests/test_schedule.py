@@ -1035,3 +1035,28 @@ def test_the_pipeline_refuses_what_is_no_uop_with_a_type_error(fn, bad):
 def test_linear_stats_names_what_is_not_a_linear(bad):
     with pytest.raises(ScheduleError, match="needs a LINEAR"):
         linear_stats(bad)
+
+
+def test_linear_stats_holds_the_buffers_of_a_held_join_and_refuses_non_nodes():
+    a = UOp.internal_buffer(F32, 1024, "CPU:1")
+    b = UOp.internal_buffer(F32, 1024, "CPU:2")
+    join = UOp(Ops.MSTACK, F32, (a, b))
+    lin = UOp(Ops.LINEAR, src=(kernel("k", join),))
+    assert memory_plan_rewrite(lin, [join]) is lin
+    for held in ([join], [a, b]):
+        st = linear_stats(lin, held)
+        assert (st.unplanned_bytes, st.floor_bytes) == (0, 0)
+    with pytest.raises(TypeError, match="linear_stats's held_bufs must hold BUFFER nodes"):
+        linear_stats(lin, [3])
+
+
+def test_bad_states_and_kernel_sources_name_the_after_or_kernel():
+    bad_state = UOp.sink(after(UOp(Ops.CONTIGUOUS, F32, (buf(1),)), kernel("k", buf(1))))
+    with pytest.raises(ScheduleError, match="state an AFTER supersedes.*got CONTIGUOUS"):
+        create_schedule(bad_state)
+    end = UOp(Ops.END, dtypes.void, (kernel("ek", buf(1)), UOp.const(F32, 2.0)))
+    with pytest.raises(ScheduleError, match="got CONST.*ordering source of kernel 'ek'"):
+        create_schedule(UOp.sink(after(buf(1), end)))
+    arg = UOp(Ops.CONTIGUOUS, F32, (buf(2),))
+    with pytest.raises(ScheduleError, match="got CONTIGUOUS.*an argument of kernel 'ak'"):
+        create_schedule(UOp.sink(after(buf(1), kernel("ak", arg))))

@@ -80,6 +80,30 @@ def _unwrap(s: UOp) -> UOp:
     return s
 
 
+def _after_state(after: UOp) -> UOp:
+    """The state an AFTER supersedes (its src[0]) under view and cast wrappers: a state or a
+    join of states, else a ScheduleError naming the AFTER."""
+    s = after.src[0]
+    while s.op in _WRAPPERS:
+        s = s.src[0]
+    if s.op not in _STATE_OPS and s.op not in _JOIN_OPS:
+        raise ScheduleError(f"the state an AFTER supersedes (its first source) must resolve to "
+                            f"AFTER, BUFFER, PARAM, MSELECT or MSTACK, got {s.short()} in "
+                            f"{after.short()}")
+    return s
+
+
+def _kernel_arg(fn: Callable[..., Any], arg: UOp, kernel: UOp, *rest: Any) -> Any:
+    """``fn(arg, *rest)`` for an argument (or an END's ordering source) of `kernel`: a
+    ScheduleError it raises names the kernel too."""
+    try:
+        return fn(arg, *rest)
+    except ScheduleError as e:
+        where = "an ordering source" if kernel.op is Ops.END and arg in kernel.src[1:] \
+            else "an argument"
+        raise ScheduleError(f"{e}, as {where} of {describe_kernel(kernel)}") from None
+
+
 def _states(arg: UOp) -> list[UOp]:
     """The buffer states (AFTER | BUFFER | PARAM) an argument reads; MSTACK/MSELECT join them
     (a BIND, also under a wrapper, is a value, no state)."""
@@ -237,7 +261,7 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
             # the state this AFTER supersedes, and which of its kernels are new writers
             prev = src[0]
             if prev.op is not AFTER and prev.op is not BUFFER and prev.op is not PARAM:
-                prev = _unwrap(prev)
+                prev = _after_state(u)
             if prev.op is AFTER:
                 p = prev._scratch
                 new_writers = _new_writers(nums, kernels[p])
@@ -283,14 +307,14 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                     elif op is BIND:
                         args.append(a)
                     else:
-                        for st in _states(a):
+                        for st in _kernel_arg(_states, a, k):
                             if st.op is AFTER:
                                 reads += (me, i, st._scratch)
                                 after.append(st)
                             else:
                                 reads += (me, i, _state_number(st, tok, supersede, writers,
                                                                kernels, base))
-                        storage = _storage(a, base)
+                        storage = _kernel_arg(_storage, a, k, base)
                         args.append(storage)
                         unwrapped = unwrapped or storage is not a
                 if i == len(calls):  # built once, here, while its nodes are at hand; a call
@@ -300,7 +324,7 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                 if dep_states:
                     after += dep_states
                 if k.op is not CALL:  # END: its extra sources are ordering too
-                    after += [st for x in k.src[1:] for st in _states(x)]
+                    after += [st for x in k.src[1:] for st in _kernel_arg(_states, x, k)]
                 n = 0
                 for st in after:
                     if st.op is AFTER:  # read-after-write

@@ -107,17 +107,17 @@ def memory_plan_rewrite(
     return scratch_pass(_rewrite, linear, bufs, _slices(bufs, first, last, copy))
 
 
-def _held(held_bufs: Iterable[UOp]) -> set[UOp]:
+def _held(held_bufs: Iterable[UOp], what: str = "memory_plan_rewrite") -> set[UOp]:
     """The held buffers as a set; a join among them holds each buffer it names."""
     try:
         items = list(held_bufs)
     except TypeError:
-        raise TypeError(f"memory_plan_rewrite's held_bufs must be an iterable of buffers, "
+        raise TypeError(f"{what}'s held_bufs must be an iterable of buffers, "
                         f"got {type(held_bufs).__name__}") from None
     held: set[UOp] = set()
     for b in items:
         if not isinstance(b, UOp):
-            raise TypeError(f"memory_plan_rewrite's held_bufs must hold BUFFER nodes, got "
+            raise TypeError(f"{what}'s held_bufs must hold BUFFER nodes, got "
                             f"{type(b).__name__} {b!r}"[:200])
         held.add(b)
         if b.op is Ops.MSTACK or b.op is Ops.MSELECT:
@@ -261,7 +261,7 @@ def linear_stats(linear: UOp, held_bufs: Iterable[UOp] = ()) -> LinearStats:
     if not isinstance(linear, UOp) or linear.op is not Ops.LINEAR:
         got = linear.short() if isinstance(linear, UOp) else type(linear).__name__
         raise ScheduleError(f"linear_stats needs a LINEAR, got {got}")
-    bufs, firsts, lasts, copy = scratch_pass(_planned, linear, set(held_bufs))
+    bufs, firsts, lasts, copy = scratch_pass(_planned, linear, _held(held_bufs, "linear_stats"))
     # buffers still to plan, in the planner's lanes; planned views get a lane per arena
     first: dict[UOp, int] = dict(zip(bufs, firsts))
     last: dict[UOp, int] = dict(zip(bufs, lasts))

@@ -15,7 +15,10 @@ small deterministic portfolio, cheapest first, and stops as soon as a plan reach
    skyline is not;
 3. greedy by size, best fit (Pisarchyk & Lee 2020), only while few lifetimes overlap (its
    cost is the number of overlapping pairs): it fills the narrow gaps the skyline must
-   give up when lifetimes are short and sizes keep changing;
+   give up when lifetimes are short and sizes keep changing; then, under the same bound,
+   greedy first fit (each buffer at the lowest offset free of the placed buffers it
+   overlaps in time) in order of first use (an online first-fit allocator's plan: the bar
+   a static planner must never lose to), longest lifetime first and largest area first;
 4. the skyline again, placing the longest-lived fitting buffer first;
 5. for tiny instances, exact branch and bound over canonical first-fit sequences (the
    canonical solutions of Moffitt 2023, "MiniMalloc");
@@ -31,6 +34,7 @@ from __future__ import annotations
 import heapq
 import operator
 from bisect import bisect_left, bisect_right, insort
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -160,6 +164,8 @@ _LIMIT = 1 << 63  # sizes and call numbers are below it (64-bit; the scores stay
 
 def _alignment(alignment) -> int:
     try:
+        if isinstance(alignment, (bool, np.bool_)):
+            raise TypeError
         return operator.index(alignment)
     except TypeError:
         raise TypeError(f"alignment must be an int, got {alignment!r}") from None
@@ -167,9 +173,11 @@ def _alignment(alignment) -> int:
 
 def _ints(values) -> list[int]:
     """Python ints (numpy integers are accepted; floats and bools raise TypeError)."""
-    out = [operator.index(v) for v in values]
-    if any(v is True or v is False or isinstance(v, np.bool_) for v in values):
-        raise TypeError("sizes, calls and offsets must be ints, got a bool")
+    out = []
+    for v in values:  # (one pass: `values` may be an iterator)
+        if v is True or v is False or isinstance(v, np.bool_):
+            raise TypeError("sizes, calls and offsets must be ints, got a bool")
+        out.append(operator.index(v))
     return out
 
 
@@ -247,9 +255,25 @@ def _solve(prob: _Problem) -> list[int]:
     first_sky, scanned = _skyline(prob, area)
     best.offer(first_sky)
     affordable = n <= SKYLINE_RERUN_BUFFERS and scanned <= SKYLINE_RERUN_SCANS
+    few_pairs: list[bool] = []  # whether the greedy passes are affordable: asked once
+    neighbours: list[list[list[int]]] = []  # made once, for every greedy pass
+
+    def greedy(order: Callable[[int], tuple], best_fit: bool) -> list[int] | None:
+        if not few_pairs:
+            few_pairs.append(_overlap_pairs(prob) <= GREEDY_PAIRS * n)
+        if not few_pairs[0]:
+            return None
+        if not neighbours:
+            neighbours.append(_neighbours(prob))
+        return _greedy(prob, neighbours[0], sorted(range(n), key=order), best_fit)
+
+    sizes, first, length = prob.sizes, prob.first, prob.length
     steps = [
         lambda: _sweep_best_fit(prob),
-        lambda: _greedy_by_size(prob) if _overlap_pairs(prob) <= GREEDY_PAIRS * n else None,
+        lambda: greedy(lambda i: (-sizes[i], first[i], i), True),  # greedy by size
+        lambda: greedy(lambda i: (first[i], i), False),  # online first fit
+        lambda: greedy(lambda i: (-length[i], first[i], i), False),
+        lambda: greedy(lambda i: (-sizes[i] * length[i], first[i], i), False),
         lambda: _skyline(prob, _lexicographic(prob.length, prob.sizes))[0] if affordable else None,
         lambda: _exact(prob, best.arena) if n <= EXACT_MAX_BUFFERS else None,
     ]
@@ -741,19 +765,22 @@ def _neighbours(prob: _Problem) -> list[list[int]]:
     return out
 
 
-def _greedy_by_size(prob: _Problem) -> list[int]:
-    """Greedy by size (Pisarchyk & Lee 2020): largest buffers first, each into the smallest
-    gap between the placed buffers it overlaps in time, else on top of them."""
-    sizes, first = prob.sizes, prob.first
-    neighbours = _neighbours(prob)
+def _greedy(prob: _Problem, neighbours: list[list[int]], order: list[int],
+            best_fit: bool) -> list[int]:
+    """Buffers placed one by one in `order`, each into a gap between the placed buffers it
+    overlaps in time (`neighbours`): the smallest that fits (`best_fit`: greedy by size,
+    Pisarchyk & Lee 2020, with the largest first) or the lowest; else on top of them."""
+    sizes = prob.sizes
     offsets = [-1] * len(sizes)
-    for i in sorted(range(len(sizes)), key=lambda i: (-sizes[i], first[i], i)):
+    for i in order:
         busy = sorted((offsets[j], offsets[j] + sizes[j]) for j in neighbours[i] if offsets[j] >= 0)
         best, best_gap, cur = -1, 0, 0
         for lo, hi in busy:
             gap = lo - cur
             if gap >= sizes[i] and (best < 0 or gap < best_gap):
                 best, best_gap = cur, gap
+                if not best_fit:
+                    break
             cur = max(cur, hi)
         offsets[i] = best if best >= 0 else cur
     return offsets
