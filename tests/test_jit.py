@@ -584,3 +584,41 @@ def test_drawing_random_numbers_inside_a_jitted_function_is_refused_after_the_ca
     for _ in range(3):
         m = Tensor.rand(100) > 0.5
         assert g(x, m).item() == m.numpy().sum()
+
+
+def test_replay_refuses_calls_shaped_otherwise_than_the_capture():
+    @tolk.jit
+    def f(a, b, c=None):
+        return (a - b).sum()
+
+    a, b = Tensor(np.ones(2, np.float32)), Tensor(np.full(2, 5, np.float32))
+    for _ in range(3):
+        assert f(a, b).numpy() == -8
+    with pytest.raises(TypeError, match=r"f\(\): missing a required argument: 'b'"):
+        f(a, c=b)
+    with pytest.raises(TypeError, match="missing"):
+        f([a, b])
+    with pytest.raises(JitError, match="the constant 7, captured with the constant None"):
+        f(a, b, 7)
+    with pytest.raises(JitError, match="a dict of keys"):
+        f({"x": a}, b)
+    assert f(a, b, None).numpy() == f(b=b, a=a).numpy() == -8  # the default, passed or not
+
+    @tolk.jit
+    def g(a, s):
+        return a * s
+
+    for _ in range(3):
+        np.testing.assert_array_equal(g(a, 2.0).numpy(), [2, 2])
+    with pytest.raises(JitError, match="the constant 3.0, captured with the constant 2.0"):
+        g(a, 3.0)  # the capture baked 2.0 in: a replay would silently multiply by it
+    np.testing.assert_array_equal(g(a, 2.0).numpy(), [2, 2])
+
+    @tolk.jit
+    def h(a, arr):
+        return a.sum() + 1
+
+    for _ in range(3):
+        assert h(a, np.arange(3.0)).numpy() == 3  # equal arrays: the same constant
+    with pytest.raises(JitError, match="constant"):
+        h(a, np.arange(4.0))

@@ -10,9 +10,12 @@ new variable values are passed, and the compiled kernels run in order with no sc
 
 Arguments may be Tensors, sharded tensors (their shards are the inputs) and bound Variables
 in any mix (positional or keyword, also inside lists, tuples and dicts); any other value is a
-constant baked into the capture. Replay returns fresh output tensors each call (an output
-made from host data inside the function is a fresh copy of the captured one; a tensor from
-outside the function that it returns is that tensor's buffer). Inputs must keep their
+constant baked into the capture. A replay's arguments must have the captured call's shape:
+the same containers (dict keys, lengths), tensors and variables in the same places, and equal
+constants (``==``; numpy arrays by value), else a JitError (a call the function's signature
+refuses is the TypeError calling it would raise). Replay returns fresh output tensors each
+call (an output made from host data inside the function is a fresh copy of the captured one;
+a tensor from outside the function that it returns is that tensor's buffer). Inputs must keep their
 shapes, dtypes and devices, variables their names, ranges and offsets, and arguments that
 were one tensor at capture must stay one tensor (`JitError` otherwise; distinct tensors may
 later be one tensor unless the function writes it); each input must be a tensor of its own,
@@ -57,12 +60,16 @@ from tolk.schedule import memory_plan_rewrite
 from tolk.uop.ops import Ops, UOp, fresh_buffer_slot
 
 
-def _flatten(obj: Any, out: list, kinds: list | None = None) -> None:
+def _flatten(obj: Any, out: list, kinds: list | None = None,
+             skeleton: list | None = None) -> None:
     """The tensors (a sharded one's shards) and bound variables in `obj`, through lists,
     tuples and dicts (`_dict_keys`) nested to any depth, in order, without recursion; a
     container met twice is walked each time (as `_rebuild` rebuilds it), one that holds
     itself is a JitError. `kinds` gets, per sharded tensor, its axis, shape and shard count
-    (and None per tensor or variable): what a replay must be called with again."""
+    (and None per tensor or variable): what a replay must be called with again. `skeleton`
+    gets one entry per item met: a container's type and keys (or length), a marker per
+    tensor, variable or sharded tensor, and any other value itself (a constant the capture
+    bakes in)."""
     from tolk.multi import MultiTensor
     from tolk.tensor import Tensor
     from tolk.variable import BoundVariable
@@ -74,11 +81,21 @@ def _flatten(obj: Any, out: list, kinds: list | None = None) -> None:
                 out.append(o)
                 if kinds is not None:
                     kinds.append(None)
+                if skeleton is not None:
+                    skeleton.append(_TENSOR if isinstance(o, Tensor) else _VARIABLE)
             elif isinstance(o, MultiTensor):
                 out.extend(o.shards)
                 if kinds is not None:
                     kinds.append((o.axis, o.shape, len(o.shards)))
-            elif isinstance(o, (list, tuple, dict)):
+                if skeleton is not None:
+                    skeleton.append(_SHARDED)
+            elif not isinstance(o, (list, tuple, dict)):
+                if skeleton is not None:
+                    skeleton.append(_Constant(o))
+            else:
+                if skeleton is not None:
+                    skeleton.append((type(o), tuple(_dict_keys(o)) if isinstance(o, dict)
+                                     else len(o)))
                 if id(o) in on_path:
                     raise JitError(f"a jitted function's argument or result holds itself "
                                    f"({type(o).__name__})")
@@ -91,6 +108,45 @@ def _flatten(obj: Any, out: list, kinds: list | None = None) -> None:
             frames.pop()
             if path:
                 on_path.discard(path.pop())
+
+
+_TENSOR, _VARIABLE, _SHARDED = "a tensor", "a bound variable", "a sharded tensor"
+
+
+class _Constant:
+    """A value in a jitted function's arguments that is no tensor or variable: the capture
+    bakes it in, so a replay needs the same value (compared as safely as it can be)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Constant):
+            return False
+        a, b = self.value, other.value
+        if a is b:
+            return True
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, np.ndarray):
+            return a.shape == b.shape and a.dtype == b.dtype and bool(
+                np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+        if isinstance(a, float) and a != a and b != b:  # NaN, as the capture saw it
+            return True
+        try:
+            same = a == b
+            return same if type(same) is bool else bool(same) if isinstance(same, np.bool_) \
+                else False
+        except Exception:
+            return False
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        text = repr(self.value)
+        return f"the constant {text if len(text) <= 60 else text[:57] + '...'}"
 
 
 def _dict_keys(d: dict) -> list:
@@ -188,6 +244,7 @@ class CapturedJit:
         self.stored: set[UOp] = set()  # the buffers the plan writes
         self.seen_assigns = 0  # `callify.assign_count` when pending assigns were last run
         self.in_kinds: list = []  # per argument tensor: None, or a sharded one's layout
+        self.in_skeleton: list = []  # the captured call's arguments (`_flatten`)
         self.baked_vals: dict[str, int] = {}  # variables the arguments do not bind
         self._lock = threading.RLock()  # a nested call of this function runs as plain code
         self.initial: dict[UOp, np.ndarray] = {}  # host data made inside, then written
@@ -206,15 +263,19 @@ class CapturedJit:
         keyword in one call and by position in another is the same input."""
         if self.signature is not None:
             try:
-                return list(self.signature.bind(*args, **kwargs).arguments.values())
-            except TypeError:  # the call itself will say what is wrong
-                pass
+                bound = self.signature.bind(*args, **kwargs)
+            except TypeError as e:  # what calling the function would raise
+                raise TypeError(f"{getattr(self.fn, '__name__', 'jitted function')}(): {e}") \
+                    from None
+            bound.apply_defaults()  # a default passed or left out is one call
+            return list(bound.arguments.values())
         return (args, kwargs)
 
     def __call__(self, *args, **kwargs):
         flat: list = []
         kinds: list = []
-        _flatten(self._arguments(args, kwargs), flat, kinds)
+        skeleton: list = []
+        _flatten(self._arguments(args, kwargs), flat, kinds, skeleton)
         from tolk.tensor import Tensor
 
         tensors = [x for x in flat if isinstance(x, Tensor)]
@@ -222,18 +283,39 @@ class CapturedJit:
         if self.calls < 2 and not capturing and CAPTURING.value:
             with self._lock:  # the first call and the capture, one thread at a time (another
                 if self.calls < 2:  # thread's call waits: the capture is one for all)
-                    return self._first_calls(tensors, binds, kinds, args, kwargs)
+                    return self._first_calls(tensors, binds, kinds, skeleton, args, kwargs)
         if capturing or not CAPTURING.value:
             out = self.fn(*args, **kwargs)  # plain code (inside a capture: part of it)
             _realize_outputs(out)
             return out
+        if skeleton != self.in_skeleton:
+            self._refuse_skeleton(skeleton)
         if kinds != self.in_kinds:
             raise JitError(f"jitted function called with inputs sharded as (axis, shape, "
                            f"shards) {kinds}, captured with {self.in_kinds} (None: a tensor "
                            f"or variable): sharded inputs must keep their layout")
         return self._replay(tensors, binds)
 
-    def _first_calls(self, tensors, binds, kinds, args, kwargs):
+    def _refuse_skeleton(self, skeleton: list) -> None:
+        """A JitError naming the first item where a call's arguments differ from the
+        captured call's (their containers, where their tensors are, their constants)."""
+        was = self.in_skeleton
+        k = next((i for i, (a, b) in enumerate(zip(skeleton, was)) if a != b),
+                 min(len(skeleton), len(was)))
+
+        def show(items: list) -> str:
+            if k >= len(items):
+                return "nothing more"
+            x = items[k]
+            return x if isinstance(x, str) else repr(x) if isinstance(x, _Constant) else \
+                f"a {x[0].__name__} of {'keys ' + repr(list(x[1])) if x[0] is dict else x[1]}"
+        raise JitError(f"jitted function called with other arguments than it was captured "
+                       f"with: item {k} (in argument order, containers first) is {show(skeleton)}"
+                       f", captured with {show(was)}; a replay needs the same containers, "
+                       f"tensors in the same places and the same constants (reset() to capture "
+                       f"again)")
+
+    def _first_calls(self, tensors, binds, kinds, skeleton, args, kwargs):
         """Call 1 (plain) or call 2 (the capture), under the lock."""
         if self.calls == 0:
             for t in tensors:  # what the capture will ask of them, asked from the first call
@@ -244,6 +326,7 @@ class CapturedJit:
             return out
         out = self._capture(tensors, binds, args, kwargs)
         self.in_kinds = kinds
+        self.in_skeleton = skeleton
         return out
 
     # -- capture ------------------------------------------------------------------------------
