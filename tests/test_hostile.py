@@ -571,3 +571,25 @@ def test_zero_d_softmax_transpose_linear_and_symbolic_windows():
     for op in (lambda: x.conv2d(Tensor.ones(1, 1, 2, 2)), x.max_pool2d, x.avg_pool2d):
         with pytest.raises(ShapeError, match="static size on axis 2"):
             op()
+
+
+def test_a_lazy_tensor_that_cannot_be_scheduled_does_not_block_the_buffer_it_reads():
+    from tolk import Variable
+    from tolk.errors import ScheduleError
+
+    x = Tensor(np.arange(8, dtype=np.float32).reshape(2, 4)).realize()
+    q = Variable("blocker", 1, 4)
+    bad = x[:, :q.bind(2)].sum() + x[:, :q.bind(3)].sum()  # one variable, two values
+    x[0, 0] = 100.0  # its realize takes `bad` along (bad reads the value x had)
+    for _ in range(2):
+        np.testing.assert_array_equal(x.numpy()[0, :2], [100, 1])
+    with pytest.raises(ScheduleError, match="bound to both 2 and 3"):
+        bad.numpy()
+    y = Tensor(np.arange(4, dtype=np.float32)).realize()
+    big = y.reshape(1, 4).expand(2**40, 4).contiguous()  # no memory for it
+    y[0] = 7.0
+    np.testing.assert_array_equal(y.numpy(), [7, 1, 2, 3])
+    y += 1
+    np.testing.assert_array_equal(y.numpy(), [8, 2, 3, 4])
+    with pytest.raises(MemoryError):
+        big.realize()

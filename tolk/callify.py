@@ -323,7 +323,7 @@ def _copy_old_states(sink: UOp) -> UOp:
     return new[sink]
 
 
-def realize(tensors, run: bool = True, _split: bool = True):
+def realize(tensors, run: bool = True, _split: bool = True, _retry: bool = True):
     """Compute `tensors` in one schedule; with ``run=False`` return ``(LINEAR, var_vals)`` only.
 
     A view of a live lazy tensor is computed by realizing that tensor (the view then reads
@@ -334,7 +334,12 @@ def realize(tensors, run: bool = True, _split: bool = True):
     and the pending assign states, tagged: the SINK of realizations is a function of them), so a
     cache hit walks those graphs once and builds only the output buffers, not the SINK. Without
     pending assigns, a program realized before is found by `program_form` (a walk of the leaf
-    links only); the order of its outputs is the one the first realize found."""
+    links only); the order of its outputs is the one the first realize found.
+
+    A lazy tensor taken along that cannot be scheduled or allocated (it binds a variable to
+    two values, say) does not block the realize asked for: when nothing ran, the tensors taken
+    along read a copy of the buffers this realize overwrites from then on (`_detach_unrun`),
+    and the realize runs again without them; their own realize raises their error."""
     start = time.perf_counter() if schedule_hooks else 0.0
     for t in tensors:
         if not isinstance(t, Tensor):
@@ -343,6 +348,7 @@ def realize(tensors, run: bool = True, _split: bool = True):
         _run_pending_before(tensors, _realize.capturing[0])
     tensors = list({id(r): r for r in map(_root, tensors)}.values())  # each root once
     finals: dict[UOp, UOp] = {}
+    asked = tensors
     computed, pending = _outputs(tensors)
     roots = tuple(t.uop for t in computed)
     form = None if pending or not roots or not SCACHE.value else program_form(*roots, tag=_REALIZE)
@@ -356,14 +362,33 @@ def realize(tensors, run: bool = True, _split: bool = True):
     else:
         key, bufs, binds, nodes = program_key(*roots, *pending, tag=_REALIZE)
         # also with run=False: the schedule shown is the one a realize would run
-        asked = tensors
         more, finals = _closure(tensors, nodes)
         if more is not tensors:
+            ids = {id(t) for t in asked}
+            taken = [t for t in more if id(t) not in ids]
             tensors = more
             computed, pending = _outputs(tensors)
             key, bufs, binds, nodes = program_key(
                 *(t.uop for t in computed), *pending, tag=_REALIZE)
             form = None
+            if run and _retry:  # a failure before anything ran: the realize without them
+                try:
+                    return _realize_taking(asked, tensors, computed, pending, key, bufs, binds,
+                                           nodes, finals, form, _split, start)
+                except Exception as e:
+                    if isinstance(getattr(e, "calls_done", None), int) or \
+                            not _detach_unrun(set(finals), taken):
+                        raise
+                return realize(asked, run, _split, _retry=False)
+    return _realize_taking(asked, tensors, computed, pending, key, bufs, binds,
+                           nodes if known is None else None, finals, form, _split, start, run,
+                           known is not None)
+
+
+def _realize_taking(asked, tensors, computed, pending, key, bufs, binds, nodes, finals, form,
+                    _split: bool, start: float, run: bool = True, known: bool = False):
+    """The rest of `realize`, its closure found: `asked` and what it took along (`tensors`)."""
+    if not known:
         if run and _split and _binds_disagree(binds) and _realize_apart(asked, tensors, nodes):
             return realize(asked, _split=False)  # what was taken along ran first
         if not computed and not pending:
@@ -544,14 +569,15 @@ def _buffer_args(args) -> list[UOp]:
     return [b for a in args for b in buffers_of(a, (Ops.BUFFER, Ops.SLICE))]
 
 
-def _detach_unrun(unwritten: set[UOp], lazies: list[Tensor]) -> None:
+def _detach_unrun(unwritten: set[UOp], lazies: list[Tensor]) -> bool:
     """Computed tensors of a failed run whose kernels did not run, that read buffers whose
     pending assigns did not run either, read a copy of those buffers from now on: the value
     they read, which the assigns will overwrite. Otherwise the next realize of the buffer
     takes them along again, and one whose kernel fails (``x ** e`` with a negative int in e)
     would fail every realize of the buffer. Not for a tensor that also reads a pending state
-    of such a buffer (left as it is)."""
+    of such a buffer (left as it is). Whether any tensor was detached."""
     snaps: dict[UOp, UOp] = {}
+    detached = False
     for t in lazies:
         if t not in _lazy:
             continue
@@ -565,6 +591,8 @@ def _detach_unrun(unwritten: set[UOp], lazies: list[Tensor]) -> None:
         sub = {b: snaps[b] for b in reads}
         for v in [t, *(t._kids.kids if t._kids is not None else ())]:
             v.uop = v.uop.substitute(sub)
+        detached = True
+    return detached
 
 
 def call_writes(call: UOp) -> list[UOp]:
