@@ -593,3 +593,46 @@ def test_a_lazy_tensor_that_cannot_be_scheduled_does_not_block_the_buffer_it_rea
     np.testing.assert_array_equal(y.numpy(), [8, 2, 3, 4])
     with pytest.raises(MemoryError):
         big.realize()
+
+
+def test_more_bad_arguments_get_errors_that_name_them():
+    from tolk import Context, jit
+    from tolk.errors import DeviceError, ShapeError
+
+    x = Tensor(np.arange(3, dtype=np.float32))
+    cases = [(lambda: Tensor([[1, 2], [3]]), ValueError, "ragged data"),
+             (lambda: Tensor([[1, 2], [3]], dtype="float32"), ValueError, "ragged data"),
+             (lambda: Context(DEBUG="a").__enter__(), TypeError, "flag DEBUG takes an int"),
+             (lambda: jit(None), TypeError, "jit takes a function"),
+             (lambda: Tensor([1.0], device=""), DeviceError, "unknown device ''"),
+             (lambda: x.shard("CPU:1"), TypeError, r"one device: \('CPU:1',\)"),
+             (lambda: x.shard(None), TypeError, "tuple or list of devices"),
+             (lambda: x.shrink(None), TypeError, "shrink takes"),
+             (lambda: x.pad(1), TypeError, "pad takes"),
+             (lambda: x.pad(None), TypeError, "pad takes"),
+             (lambda: x.var(correction=None), TypeError, "correction must be a number")]
+    img, w = Tensor.ones(1, 2, 4, 4), Tensor.ones(2, 1, 2, 2)
+    cases += [(lambda: img.conv2d(w, groups="2"), TypeError, "groups must be an int"),
+              (lambda: img.conv2d(w, groups=2.0), TypeError, "groups must be an int"),
+              (lambda: img.conv2d(w, groups=0), TypeError, "groups must be an int"),
+              (lambda: img.conv2d(w, groups=2, bias=Tensor.ones(3)), ShapeError,
+               r"bias must have shape \(2,\)"),
+              (lambda: img.conv2d(w, groups=2, bias=Tensor.ones(1, 2)), ShapeError, "bias")]
+    for make, err, msg in cases:
+        with pytest.raises(err, match=msg):
+            make()
+    np.testing.assert_array_equal(img.conv2d(w, groups=np.int64(2), bias=Tensor([1.0, 2.0]))
+                                  .numpy()[0, :, 0, 0], [5, 6])
+
+
+def test_bound_variables_do_the_rest_of_tensor_math():
+    from tolk import Variable
+
+    v = Variable("vm", 1, 5).bind(3)
+    x = Tensor(np.arange(3, dtype=np.float32))
+    assert [(v ** 2).numpy(), (2 ** v).numpy(), (v // 2).numpy(), (v % 2).numpy(),
+            (-v).numpy()] == [9, 8, 1, 1, -3]
+    assert bool(v < 4) and not bool(v >= 4) and bool(v > 2) and bool(v <= 3)
+    assert (x < v).numpy().tolist() == [True] * 3 and (v < x).numpy().tolist() == [False] * 3
+    np.testing.assert_array_equal((x ** v).numpy(), [0, 1, 8])
+    np.testing.assert_array_equal((v ** x).numpy(), [1, 3, 9])

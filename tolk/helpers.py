@@ -10,6 +10,7 @@ passed inward; passes themselves never look at the environment.
 from __future__ import annotations
 
 import contextlib
+import operator
 import gc
 import os
 import threading
@@ -76,7 +77,10 @@ def Context(**overrides: int) -> Iterator[None]:
     for name, val in overrides.items():
         if name not in Flag.registry:
             raise ValueError(f"unknown flag {name!r}; known flags: {sorted(Flag.registry)}")
-        flags.append((Flag.registry[name], int(val)))
+        try:
+            flags.append((Flag.registry[name], operator.index(val)))
+        except TypeError:
+            raise TypeError(f"flag {name} takes an int, got {val!r}") from None
     for flag, val in flags:
         if not flag._local.stack:  # this thread's first override: a list of its own
             flag._local.stack = []

@@ -45,6 +45,10 @@ class MultiTensor:
 
     @staticmethod
     def from_tensor(t: Tensor, devices: Sequence[str], axis: int = 0) -> MultiTensor:
+        if not isinstance(devices, (tuple, list)):
+            hint = f" (one device: ({devices!r},))" if isinstance(devices, str) else ""
+            raise TypeError(f"shard takes a tuple or list of devices, got "
+                            f"{type(devices).__name__} {devices!r}{hint}"[:200])
         devs = [canonical_device(d) for d in devices]
         if not devs:
             raise DeviceError("shard needs at least one device")

@@ -243,7 +243,7 @@ class Tensor:
         if isinstance(data, UOp):
             self._set(data)
             return
-        device = canonical_device(device or "CPU")
+        device = canonical_device("CPU" if device is None else device)
         want = _data_dtype(dtype) if dtype is not None else None
         if isinstance(data, Tensor):  # a new tensor, as np.array(t) copies (computed lazily)
             t = data.to(device)
@@ -389,7 +389,8 @@ class Tensor:
         """`full`; a symbolic size takes its value from `binds` (BIND nodes riding along)."""
         shape = _shape_arg(shape)
         d = _data_dtype(dtype) if dtype is not None else _scalar_default_dtype(fill_value)
-        dev = UOp(Ops.DEVICE, dtypes.void, (), canonical_device(device or "CPU"))
+        dev = UOp(Ops.DEVICE, dtypes.void, (), canonical_device("CPU" if device is None
+                                                                else device))
         t = Tensor(UOp(Ops.CONST, d, (dev,), _py_value(fill_value, d)))
         if not shape:
             return t
@@ -427,7 +428,7 @@ class Tensor:
         """An uninitialised tensor; its storage is allocated when a schedule first uses it."""
         shape = _shape_arg(shape)
         d = _data_dtype(dtype or dtypes.default_float)
-        buf = UOp.buffer(d, prod(shape), canonical_device(device or "CPU"))
+        buf = UOp.buffer(d, prod(shape), canonical_device("CPU" if device is None else device))
         return Tensor(_view_of_buffer(buf, shape))
 
     @staticmethod
@@ -1069,6 +1070,9 @@ class Tensor:
         if not self.dtype.is_float:
             return self.cast(dtypes.float64).var(axis, keepdim, correction).cast(
                 dtypes.default_float)
+        if isinstance(correction, (bool, np.bool_)) or \
+                not isinstance(correction, (int, float, np.integer, np.floating)):
+            raise TypeError(f"var's correction must be a number, got {correction!r}")
         n = self._count(axis)
         x = self._float()
         d = x - x.mean(axis, keepdim=True)
@@ -1256,6 +1260,9 @@ class Tensor:
     def shrink(self, arg) -> Tensor:
         """Keep ``[start, end)`` per axis (None = all). Bounds may be bound Variables (plus an
         int offset): the result then has a symbolic shape sized at run time."""
+        if not isinstance(arg, (tuple, list)):
+            raise TypeError(f"shrink takes a (start, end) pair or None per axis, got "
+                            f"{type(arg).__name__} {arg!r}"[:200])
         if len(arg) != self.ndim:
             raise ShapeError(f"shrink needs {self.ndim} (start, end) pairs, got {len(arg)}")
         _check_pairs("shrink", tuple(arg))
@@ -1616,6 +1623,10 @@ class Tensor:
         dtype, as `matmul` does (the sum runs in 64 bits); 16-bit floats run in float32 and are
         rounded once, as in `matmul`."""
         _all_tensors("conv2d", (weight,) if bias is None else (weight, bias))
+        if isinstance(groups, (bool, np.bool_)) or not isinstance(groups, (int, np.integer)) \
+                or groups < 1:
+            raise TypeError(f"conv2d's groups must be an int >= 1, got {groups!r}")
+        groups = int(groups)
         if self.ndim != 4 or weight.ndim != 4:
             raise ShapeError(f"conv2d needs 4-D input and weight, "
                              f"got {self.shape} and {weight.shape}")
@@ -1624,6 +1635,9 @@ class Tensor:
         if cin != cin_g * groups or cout % groups:
             raise ShapeError(f"conv2d: input channels {cin} != {cin_g}*groups({groups}) or "
                              f"output channels {cout} not divisible by groups")
+        if bias is not None and bias.shape != (cout,):
+            raise ShapeError(f"conv2d's bias must have shape ({cout},) (one per output "
+                             f"channel), got {bias.shape}")
         want = least_upper_dtype(self.dtype, weight.dtype)
         if want.is_float and want.itemsize == 2:  # as matmul: in float32, rounded once
             out = self.cast(dtypes.float32).conv2d(weight.cast(dtypes.float32), None, groups,
@@ -1866,6 +1880,9 @@ def _le(a, b) -> bool:
 
 
 def _pad_arg(padding, ndim: int) -> tuple[tuple[int, int], ...]:
+    if not isinstance(padding, (tuple, list)):
+        raise TypeError(f"pad takes (before, after) pairs per axis or a flat list of ints, "
+                        f"got {type(padding).__name__} {padding!r}"[:200])
     padding = tuple(padding)
     if padding and all(isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_))
                        for p in padding):
@@ -2039,7 +2056,14 @@ def _to_numpy(data: Any, want: DType | None) -> np.ndarray:
                 return np.array(data, dtype=want.np)
             except OverflowError as e:
                 raise ValueError(f"data does not fit {want.name}: {e}") from None
-        arr = np.asarray(data)
+            except ValueError as e:
+                _refuse_ragged(data, e)
+                raise
+        try:
+            arr = np.asarray(data)
+        except ValueError as e:
+            _refuse_ragged(data, e)
+            raise
         if arr.dtype == object or (arr.dtype.kind == "f" and arr.size
                                    and max(-float(arr.min()), float(arr.max())) >= 2.0 ** 63):
             arr = _wide_ints(data, arr)
@@ -2058,6 +2082,13 @@ def _to_numpy(data: Any, want: DType | None) -> np.ndarray:
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"unsupported numpy dtype {arr.dtype} for a tensor")
     return arr
+
+
+def _refuse_ragged(data: Any, e: ValueError) -> None:
+    """numpy's error for nested lists of unequal lengths, said as what it is."""
+    if "inhomogeneous" in str(e):
+        raise ValueError(f"cannot make a tensor from ragged data (nested lists of unequal "
+                         f"lengths): {data!r}"[:200]) from None
 
 
 def _python_leaves(data: Any) -> bool:

@@ -102,6 +102,40 @@ class BoundVariable:
     def __rtruediv__(self, x):
         return x / self._t()
 
+    # the rest of Tensor math: as the variable's value in a 0-d int32 tensor, weakly typed
+    def __floordiv__(self, x):
+        return x.__rfloordiv__(self) if _is_tensor(x) else self._t() // x
+
+    def __rfloordiv__(self, x):
+        return x // self._t()
+
+    def __mod__(self, x):
+        return x.__rmod__(self) if _is_tensor(x) else self._t() % x
+
+    def __rmod__(self, x):
+        return x % self._t()
+
+    def __pow__(self, x):
+        return x.__rpow__(self) if _is_tensor(x) else self._t() ** x
+
+    def __rpow__(self, x):
+        return x ** self._t()
+
+    def __neg__(self):
+        return -self._t()
+
+    def __lt__(self, x):  # a 0-d bool tensor (``bool()`` of it realizes)
+        return x > self._t() if _is_tensor(x) else self._t() < x
+
+    def __le__(self, x):
+        return x >= self._t() if _is_tensor(x) else self._t() <= x
+
+    def __gt__(self, x):
+        return x < self._t() if _is_tensor(x) else self._t() > x
+
+    def __ge__(self, x):
+        return x <= self._t() if _is_tensor(x) else self._t() >= x
+
 
 def _is_tensor(x) -> bool:
     """Whether `x` is a Tensor or a sharded one: its operators take the variable as a weakly

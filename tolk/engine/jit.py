@@ -643,4 +643,6 @@ def _rebuild(template, fresh):
 
 def jit(fn: Callable) -> CapturedJit:
     """Capture `fn`'s schedules on its second call and replay them on later calls."""
+    if not callable(fn):
+        raise TypeError(f"jit takes a function, got {type(fn).__name__} {fn!r}"[:200])
     return CapturedJit(fn)
