@@ -2838,3 +2838,27 @@ def test_int_mean_var_and_std_accumulate_in_float64_as_numpy():
         want = getattr(b, name)(1, ddof=kw.get("correction", 1))
         assert got.dtype == np.float32
         np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-6)
+
+
+def test_cat_keeps_negative_zeros_wherever_it_is_fused_and_pad_sums_add():
+    z = np.array([-0.0], np.float32)
+    zt, y = Tensor(z), Tensor(np.array([-0.0, -0.0], np.float32))
+
+    def same(got, want):
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+    same((y + zt.cat(zt)).numpy(), [-0.0, -0.0])  # a concatenation copies: -0.0 + -0.0
+    same((zt.cat(zt) + zt.cat(zt * 1)).numpy(), [-0.0, -0.0])  # pads shared by both cats
+    same((y + zt.cat(zt).realize()).numpy(), [-0.0, -0.0])
+    # a sum of pads is a sum: numpy's pad fills +0.0, and +0.0 + -0.0 is +0.0
+    same(((zt * 1).pad(((0, 1),)) + (zt * 1).pad(((1, 0),))).numpy(), [0.0, 0.0])
+    same((zt.pad(((0, 1),)) + zt.pad(((1, 0),))).numpy(), [0.0, 0.0])
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        parts = [rng.choice([-0.0, 0.0, 1.5], size=(int(rng.integers(0, 3)), 2)).astype(np.float32)
+                 for _ in range(int(rng.integers(2, 4)))]
+        ts = [Tensor(p) for p in parts]
+        base = rng.choice([-0.0, 0.0, 3.0], size=(sum(len(p) for p in parts), 2)).astype(np.float32)
+        same((Tensor(base) + ts[0].cat(*[t * 1 for t in ts[1:]])).numpy(),
+             base + np.concatenate(parts))

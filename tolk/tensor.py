@@ -1442,7 +1442,12 @@ class Tensor:
                                       for i in range(self.ndim)))
             out = p if out is None else out + p
             off += t.shape[d]
-        return out._copy()  # of one tensor too, a new tensor (as np.concatenate)
+        if len(parts) == 1:
+            return out._copy()  # of one tensor too, a new tensor (as np.concatenate)
+        # the sum of disjoint pads marked as a concatenation (a cast to its own dtype, no
+        # work): kernels copy each part into its region (-0.0 stays, as np.concatenate
+        # keeps it), where an add of +0.0 pads would make it +0.0
+        return Tensor(UOp(Ops.CAST, out.dtype, (out.uop,)))
 
     @staticmethod
     def stack(*ts: Tensor, dim: int = 0) -> Tensor:

@@ -136,6 +136,8 @@ class _Codegen:
         # sums of padded values (how concatenation is written) add each value into its
         # region of one zeroed array, instead of padding every value to the full shape
         self.padsums: dict[UOp, list[UOp]] = {}
+        self.concats = {n.src[0] for n in self.nodes if n.op is Ops.CAST
+                        and n.dtype is n.src[0].dtype and n.src[0].op is Ops.ADD}
         # an ADD inside a sum already walked has no more PAD leaves than that sum: walking
         # each sum from its root only keeps a long chain of adds linear, not quadratic
         walked: set[UOp] = set()
@@ -143,7 +145,9 @@ class _Codegen:
             if n.op is Ops.ADD and n not in self.skip and n not in walked:
                 inner, leaves = self._add_tree(n)
                 walked.update(inner)
-                if self._padsum_exact(n, inner, leaves):
+                concat = n in self.concats and all(x.op is Ops.PAD for x in leaves) \
+                    and _disjoint(leaves)  # (its pads read elsewhere too: still copies)
+                if concat or self._padsum_exact(n, inner, leaves):
                     self.padsums[n] = leaves
                     self.skip.update(inner)
                     self.skip.update(x for x in leaves
@@ -215,15 +219,18 @@ class _Codegen:
         self.names[n] = name
         cdt = self.const(compute_np(n.dtype))
         self.lines.append(f"    {name} = np.zeros({shape_code(shape_of(n))}, dtype={cdt})")
-        pads = [x for x in self.padsums[n] if x in self.skip]
-        # disjoint regions (a concatenation) are assigned, which keeps -0.0 as numpy does
-        op = "=" if _disjoint(pads) else "+="
+        concat = n in self.concats and all(x.op is Ops.PAD for x in self.padsums[n])
+        pads = [x for x in self.padsums[n] if concat or x in self.skip]
+        # a concatenation (`Tensor.cat`: disjoint regions, the sum marked by a cast to its own
+        # dtype) is copied in, which keeps -0.0 as np.concatenate does; any other sum of pads
+        # adds into zeros (+0.0 plus -0.0 is +0.0, as numpy's pad then add gives it)
+        op = "=" if concat and _disjoint(pads) else "+="
         for leaf in pads:  # single-use PADs: their sources go into their regions
             src_shape = shape_of(leaf.src[0])
             idx = ", ".join(f"{b}:{b} + {_dim_code(d)}" for (b, _), d in zip(leaf.arg, src_shape))
             self.lines.append(f"    {name}[{idx},] {op} {self.names[leaf.src[0]]}")
         for leaf in self.padsums[n]:
-            if leaf not in self.skip:
+            if leaf not in pads:
                 self.lines.append(f"    {name} += {self.names[leaf]}")
 
     def const(self, value: object) -> str:
