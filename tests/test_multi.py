@@ -194,3 +194,43 @@ def test_a_plain_tensor_defers_where_maximum_and_minimum_to_a_sharded_one():
                       (t.minimum(m), np.minimum(a[::-1], a))):
         assert isinstance(got, MultiTensor)
         np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_sharded_int_mean_truth_inplace_clip_and_gather_as_plain_tensors():
+    devs = ("CPU:1", "CPU:2")
+    a = np.array([[16777217] * 3 + [1]], np.int32)
+    for axis in (0, 1):
+        m = Tensor(a).shard(devs, axis)
+        for ax in (None, 0, 1):
+            got = m.mean(ax).numpy()
+            assert got.dtype == np.float32
+            np.testing.assert_array_equal(got, Tensor(a).mean(ax).numpy())
+    assert not bool(Tensor.zeros(1).shard(("CPU:1",), 0))
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(Tensor.zeros(4).shard(devs, 0))
+    w = Tensor(np.arange(4, dtype=np.float32)).shard(devs, 0)
+    shards = w.shards
+
+    def step(x):
+        x -= 1.0  # in place, as Tensor's: the caller's tensor changes
+        x *= 2
+
+    step(w)
+    assert w.shards == shards
+    np.testing.assert_array_equal(w.numpy(), [-2, 0, 2, 4])
+    with pytest.raises(TypeError, match="float64"):
+        w += Tensor([1, 2, 3, 4], dtype="float64")
+    np.testing.assert_array_equal(w.clip(Tensor([0.0, 1.0, 2.0, 3.0]), 3.0).numpy(), [0, 1, 2, 3])
+    np.testing.assert_array_equal(w.clip(0.5, Tensor([1.0, 1.0, 5.0, 5.0]).shard(devs, 0)).numpy(),
+                                  [0.5, 0.5, 2, 4])
+    with pytest.raises(TypeError):
+        np.ones(4) * w
+    one = Tensor([1.0, 2.0]).shard(("CPU:1",), 0)
+    g = one.to("CPU:1")
+    g[0] = 9.0  # a gather is a new tensor, also of one shard
+    assert one.numpy().tolist() == [1, 2] and g.numpy().tolist() == [9, 2]
+    t = Tensor([0.0, 0.0, 0.0, 0.0])
+    with pytest.raises(TypeError, match="gather it with .to"):
+        t.assign(w)
+    with pytest.raises(TypeError, match="gather it with .to"):
+        t.cat(w)

@@ -628,6 +628,9 @@ def assign(target: Tensor, x) -> Tensor:
             x = x.astype(target.dtype.np)  # numpy dtype is its storage: Tensor rounds to it)
         x = Tensor(x, device=target.device, dtype=target.dtype)
     elif not isinstance(x, Tensor):  # (a symbolic size: its value from the target's graph)
+        if hasattr(x, "shards"):
+            raise TypeError(f"cannot assign a sharded tensor ({x!r}) into a Tensor: gather it "
+                            "with .to(device) first")
         x = target.full_like(x)
     if x.shape != target.shape:
         # numpy assignment broadcasting: leading size-1 axes may go, then broadcast

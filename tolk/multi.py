@@ -7,7 +7,8 @@ and reductions that keep the sharded axis run shard by shard; a reduction over t
 axis reduces each shard on its device, then copies the partial results to the first device
 and combines them there; argmax and argmin along the sharded axis (or over all) gather to the
 first device. ``x @ w`` with x sharded on a non-contracted axis copies w to every device.
-``to(device)`` and ``numpy()`` gather.
+``to(device)`` and ``numpy()`` gather (into a new tensor); ``bool(m)`` gathers a one-element
+tensor. In-place operators (``w -= lr * g``) write each shard in place, as Tensor's do.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from tolk.tensor import DEFER_TO, Tensor, _half_in_float32, _norm_axis
 class MultiTensor:
     """One logical tensor as shards on several devices. Invariant: shards are split along
     `axis`, in device order, and concatenate to the logical tensor."""
+
+    __array_ufunc__ = None  # numpy defers to the operators (``ndarray * m``: TypeError)
 
     def __init__(self, shards: Sequence[Tensor], axis: int):
         shards = tuple(shards)
@@ -185,6 +188,53 @@ class MultiTensor:
     __radd__ = __add__
     __rmul__ = __mul__
 
+    def __bool__(self) -> bool:
+        """The truth of a one-element tensor (gathered), as Tensor's; ValueError otherwise."""
+        return bool(self.to(self.devices[0]))
+
+    def _inplace(self, fn, o) -> MultiTensor:
+        """``self = fn(self, o)`` written into each shard in place, as Tensor's in-place
+        operators (the result keeps this tensor's dtype and layout)."""
+        out = self._map(fn, o)
+        for s, r in zip(self.shards, out.shards):
+            s.assign(r)
+        return self
+
+    def __iadd__(self, o):
+        return self._inplace(lambda a, b: a + b, o)
+
+    def __isub__(self, o):
+        return self._inplace(lambda a, b: a - b, o)
+
+    def __imul__(self, o):
+        return self._inplace(lambda a, b: a * b, o)
+
+    def __itruediv__(self, o):
+        return self._inplace(lambda a, b: a / b, o)
+
+    def __ifloordiv__(self, o):
+        return self._inplace(lambda a, b: a // b, o)
+
+    def __imod__(self, o):
+        return self._inplace(lambda a, b: a % b, o)
+
+    def __ipow__(self, o):
+        return self._inplace(lambda a, b: a ** b, o)
+
+    def clip(self, min_=None, max_=None) -> MultiTensor:
+        """`Tensor.clip` with bounds that are scalars, tensors or sharded tensors (split as
+        this one is)."""
+        if min_ is None and max_ is None:
+            raise ValueError("clip needs at least one of min_ and max_")
+        x = self
+        if min_ is not None:
+            x = x.maximum(min_)
+        if max_ is not None:
+            x = x.minimum(max_)
+        return x
+
+    clamp = clip
+
     def maximum(self, o):
         return self._map(lambda a, b: a.maximum(b), o)
 
@@ -231,7 +281,7 @@ class MultiTensor:
     def __getattr__(self, name: str):
         if name in {"exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "abs", "cast",
                     "sin", "cos", "exp2", "log2", "rsqrt", "reciprocal", "square", "sign",
-                    "floor", "ceil", "trunc", "logical_not", "silu", "clip", "float", "half",
+                    "floor", "ceil", "trunc", "logical_not", "silu", "float", "half",
                     "int", "bool"}:
             return lambda *a, **k: self._map(lambda s: getattr(s, name)(*a, **k))
         raise AttributeError(f"MultiTensor has no attribute {name!r}; "
@@ -268,7 +318,11 @@ class MultiTensor:
 
     @_half_in_float32
     def mean(self, axis=None, keepdim: bool = False):
-        x = self.cast(self.dtype if self.dtype.is_float else "float32")
+        """As `Tensor.mean` (ints and bools summed in float64, then float32)."""
+        if not self.dtype.is_float:
+            out = self.cast("float64").mean(axis, keepdim)
+            return out.cast("float32")
+        x = self
         axes = self._axes(axis)
         # a shard's count over the other axes (a scalar tensor where one is symbolic), times
         # the whole sharded axis
@@ -305,8 +359,8 @@ class MultiTensor:
 
     def to(self, device: str) -> Tensor:
         dev = canonical_device(device)
-        parts = [s.to(dev) for s in self.shards]
-        return parts[0].cat(*parts[1:], dim=self.axis) if len(parts) > 1 else parts[0]
+        parts = [s.to(dev) for s in self.shards]  # (a new tensor: a write into it stays there)
+        return parts[0].cat(*parts[1:], dim=self.axis) if len(parts) > 1 else Tensor(parts[0])
 
     def realize(self) -> MultiTensor:
         self.shards[0].realize(*self.shards[1:])

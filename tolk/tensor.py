@@ -1920,7 +1920,8 @@ def _check_pairs(what: str, pairs: tuple) -> None:
 def _all_tensors(what: str, ts) -> None:
     for t in ts:
         if not isinstance(t, Tensor):
-            raise TypeError(f"{what} takes Tensors, got {type(t).__name__}: wrap it in Tensor()")
+            fix = "gather it with .to(device)" if type(t) in DEFER_TO else "wrap it in Tensor()"
+            raise TypeError(f"{what} takes Tensors, got {type(t).__name__}: {fix}")
 
 
 def _pair(x) -> tuple[int, int]:
