@@ -636,3 +636,30 @@ def test_bound_variables_do_the_rest_of_tensor_math():
     assert (x < v).numpy().tolist() == [True] * 3 and (v < x).numpy().tolist() == [False] * 3
     np.testing.assert_array_equal((x ** v).numpy(), [0, 1, 8])
     np.testing.assert_array_equal((v ** x).numpy(), [1, 3, 9])
+
+
+def test_an_assign_of_a_value_no_schedule_can_compute_is_refused_at_once():
+    from tolk import Variable
+    from tolk.errors import ScheduleError
+
+    x = Tensor(np.arange(8, dtype=np.float32)).realize()
+    y = Tensor(np.zeros(1, np.float32)).realize()
+    v = Variable("twice", 1, 4)
+    with pytest.raises(ScheduleError, match="binds variable 'twice' to both 2 and 3"):
+        y.assign(y + x[:v.bind(2)].sum() + x[:v.bind(3)].sum())
+    x[0] = 100.0  # neither buffer is blocked by it
+    assert x.numpy()[0] == 100 and y.numpy()[0] == 0
+    y.assign(y + x[:v.bind(2)].sum())
+    assert y.numpy()[0] == 101
+    z = Tensor(np.zeros(2, np.int32)).realize()
+    w = Tensor(np.zeros(2, np.int32)).realize()
+    z.assign(z + v.bind(2))
+    w.assign(w + z + v.bind(3))  # another value in a pending state it reads: schedulable
+    assert w.numpy().tolist() == [5, 5] and z.numpy().tolist() == [2, 2]
+
+
+def test_sharded_clip_with_int_bounds_past_the_dtype_as_plain():
+    u = np.array([0, 50, 255], np.uint8)
+    m = Tensor(u).shard(("CPU:1", "CPU:2"), 0)
+    for lo, hi in ((-1000, 100), (None, 1000)):
+        np.testing.assert_array_equal(m.clip(lo, hi).numpy(), Tensor(u).clip(lo, hi).numpy())

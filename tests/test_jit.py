@@ -622,3 +622,42 @@ def test_replay_refuses_calls_shaped_otherwise_than_the_capture():
         assert h(a, np.arange(3.0)).numpy() == 3  # equal arrays: the same constant
     with pytest.raises(JitError, match="constant"):
         h(a, np.arange(4.0))
+
+
+def test_replay_constants_compare_by_value_and_bits_and_wrappers_bind_their_own_way():
+    import functools
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*a, verbose=False, **k):
+            return fn(*a, **k)
+        return wrapper
+
+    @tolk.jit
+    @deco
+    def f(x):
+        return (x * 2).contiguous()
+
+    x = Tensor([1.0, 2.0])
+    for _ in range(3):  # the inner signature refuses `verbose`: the wrapper's own takes it
+        np.testing.assert_array_equal(f(x, verbose=True).numpy(), [2, 4])
+
+    @tolk.jit
+    def h(x, arr, s):
+        return x + 1
+
+    arr = np.ones(3)
+    for _ in range(3):
+        h(x, arr, -0.0)
+    arr[:] = 5  # the captured array is a copy: this one is another constant now
+    with pytest.raises(JitError, match="constant"):
+        h(x, arr, -0.0)
+    with pytest.raises(JitError, match="the constant 0.0, captured with the constant -0.0"):
+        h(x, np.ones(3), 0.0)
+
+    @tolk.jit
+    def g(x, s):
+        return x + 1
+
+    for _ in range(4):  # a NaN constant is the same NaN each call
+        g(x, np.float32("nan"))

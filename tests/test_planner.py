@@ -491,3 +491,20 @@ def test_bools_are_refused_from_iterators_and_as_alignment():
     with pytest.raises(TypeError, match="alignment"):
         assign_offsets([4], [0], [0], alignment=True)
     assert assign_offsets(iter([4, 5]), iter([0, 0]), iter([0, 1]), alignment=1).arena == 9
+
+
+def test_dense_instances_are_never_worse_than_online_first_fit_either():
+    from tolk.schedule.planner import _Problem, _sweep_first_fit
+
+    rng = random.Random(11)
+    for _ in range(40):
+        n, horizon = rng.randint(100, 250), rng.randint(10, 60)
+        sizes = [rng.choice([rng.randint(1, 10), rng.randint(50, 200), rng.randint(1, 1000)])
+                 for _ in range(n)]
+        firsts = [rng.randint(0, horizon) for _ in range(n)]
+        lasts = [f + rng.choice([0, 1, 2, rng.randint(3, 60)]) for f in firsts]
+        online = _first_fit(sizes, firsts, lasts, sorted(range(n), key=lambda i: (firsts[i], i)))
+        offsets = _sweep_first_fit(_Problem.build(sizes, firsts, lasts))
+        assert find_overlaps(sizes, firsts, lasts, offsets) == []
+        assert max(o + s for o, s in zip(offsets, sizes)) == online  # the replay is that one
+        assert assign_offsets(sizes, firsts, lasts, alignment=1).arena <= online

@@ -2862,3 +2862,18 @@ def test_cat_keeps_negative_zeros_wherever_it_is_fused_and_pad_sums_add():
         base = rng.choice([-0.0, 0.0, 3.0], size=(sum(len(p) for p in parts), 2)).astype(np.float32)
         same((Tensor(base) + ts[0].cat(*[t * 1 for t in ts[1:]])).numpy(),
              base + np.concatenate(parts))
+
+
+def test_cats_sharing_parts_and_symbolic_cats_keep_negative_zeros():
+    from tolk import Variable
+
+    z = Tensor(np.array([-0.0], np.float32))
+    got = (z.cat(z, Tensor([3.0])) + z.cat(z, Tensor([3.0]) * 1)).numpy()
+    np.testing.assert_array_equal(np.signbit(got), [True, True, False])
+    n = Variable("catn", 1, 4)
+    xs = Tensor(np.full((4, 2), -0.0, np.float32))[:n.bind(2)]
+    got = xs.cat(xs, dim=1).numpy()
+    assert got.shape == (2, 4) and np.signbit(got).all()
+    b = Variable("cmpb", 0, 5000).bind(2049)
+    x = Tensor(np.array([2048.0], np.float16))
+    assert (x >= b).numpy().tolist() == (b <= x).numpy().tolist() == [True]  # weak: 2048

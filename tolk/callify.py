@@ -40,7 +40,7 @@ import numpy as np
 from tolk.dtype import bf16_to_f32, dtypes
 from tolk.engine import realize as _realize  # its `capturing`, read at each call
 from tolk.engine.realize import run_linear
-from tolk.errors import DeviceError, JitError, ShapeError
+from tolk.errors import DeviceError, JitError, ScheduleError, ShapeError
 from tolk.helpers import SCACHE, gc_paused, prod
 from tolk.runtime.device import copy_buffer, typed_view
 from tolk.schedule import (LinearStats, buffers_of, create_linear_for_program, linear_stats,
@@ -660,6 +660,15 @@ def assign(target: Tensor, x) -> Tensor:
         # an earlier pending assign used another value of the same variable: run it first
         target.realize()
         state = _base_and_chain(target.uop)
+    if may_bind(x.uop):  # a value no schedule can compute: refused now, before it is pending
+        vals: dict[str, int] = {}  # (it would block every realize of the buffer for good);
+        # binds in pending states it reads are not its own (a realize runs those apart)
+        for n in x.uop.toposort(enter=lambda n: n.op is not Ops.AFTER):
+            if n.op is Ops.BIND:
+                name, v = n.src[0].arg[0], n.src[1].arg
+                if vals.setdefault(name, v) != v:
+                    raise ScheduleError(f"assign of a value that binds variable {name!r} to both "
+                                        f"{vals[name]} and {v}: realize its parts apart first")
     new_state = UOp(Ops.AFTER, state.dtype,
                     (state, UOp(Ops.STORE, dtypes.void, (target.uop, x.uop))))
     views = _views.pop(state, IdentityWeakSet())

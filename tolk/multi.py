@@ -224,8 +224,8 @@ class MultiTensor:
     def clip(self, min_=None, max_=None) -> MultiTensor:
         """`Tensor.clip` with bounds that are scalars, tensors or sharded tensors (split as
         this one is)."""
-        if min_ is None and max_ is None:
-            raise ValueError("clip needs at least one of min_ and max_")
+        if not any(isinstance(b, (Tensor, MultiTensor)) for b in (min_, max_)):
+            return self._map(lambda s: s.clip(min_, max_))  # scalars: as Tensor.clip takes them
         x = self
         if min_ is not None:
             x = x.maximum(min_)

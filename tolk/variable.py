@@ -125,16 +125,16 @@ class BoundVariable:
         return -self._t()
 
     def __lt__(self, x):  # a 0-d bool tensor (``bool()`` of it realizes)
-        return x > self._t() if _is_tensor(x) else self._t() < x
+        return x > self if _is_tensor(x) else self._t() < x
 
     def __le__(self, x):
-        return x >= self._t() if _is_tensor(x) else self._t() <= x
+        return x >= self if _is_tensor(x) else self._t() <= x
 
     def __gt__(self, x):
-        return x < self._t() if _is_tensor(x) else self._t() > x
+        return x < self if _is_tensor(x) else self._t() > x
 
     def __ge__(self, x):
-        return x <= self._t() if _is_tensor(x) else self._t() >= x
+        return x <= self if _is_tensor(x) else self._t() >= x
 
 
 def _is_tensor(x) -> bool:

@@ -90,8 +90,9 @@ def _flatten(obj: Any, out: list, kinds: list | None = None,
                 if skeleton is not None:
                     skeleton.append(_SHARDED)
             elif not isinstance(o, (list, tuple, dict)):
-                if skeleton is not None:
-                    skeleton.append(_Constant(o))
+                if skeleton is not None:  # ints, strings, None and bools compare exactly as
+                    skeleton.append((type(o), o) if type(o) in _PLAIN  # (type, value)
+                                    else _Constant(o))
             else:
                 if skeleton is not None:
                     skeleton.append((type(o), tuple(_dict_keys(o)) if isinstance(o, dict)
@@ -113,27 +114,41 @@ def _flatten(obj: Any, out: list, kinds: list | None = None,
 _TENSOR, _VARIABLE, _SHARDED = "a tensor", "a bound variable", "a sharded tensor"
 
 
+_PLAIN = (int, str, bool, type(None))
+
+
 class _Constant:
     """A value in a jitted function's arguments that is no tensor or variable: the capture
-    bakes it in, so a replay needs the same value (compared as safely as it can be)."""
+    bakes it in, so a replay needs the same value (compared as safely as it can be: floats by
+    their bits, numpy arrays by their values, as the capture's copy holds them)."""
 
     __slots__ = ("value",)
 
     def __init__(self, value: Any):
         self.value = value
 
+    def kept(self) -> _Constant:
+        """This constant as the capture keeps it: an array copied (a later write into the
+        caller's array is a new value, not the captured one)."""
+        return _Constant(self.value.copy()) if isinstance(self.value, np.ndarray) else self
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, _Constant):
             return False
         a, b = self.value, other.value
-        if a is b:
-            return True
         if type(a) is not type(b):
             return False
         if isinstance(a, np.ndarray):
-            return a.shape == b.shape and a.dtype == b.dtype and bool(
-                np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
-        if isinstance(a, float) and a != a and b != b:  # NaN, as the capture saw it
+            if a.shape != b.shape or a.dtype != b.dtype:
+                return False
+            try:  # floats by their bits (-0.0, NaN); objects' == may raise: not equal then
+                return a.tobytes() == b.tobytes() if a.dtype.kind in "fc" else \
+                    bool(np.array_equal(a, b))
+            except Exception:
+                return False
+        if isinstance(a, (float, np.floating)):  # by the bits: -0.0 is no 0.0, NaN is NaN
+            return np.asarray(a).tobytes() == np.asarray(b).tobytes()
+        if a is b:
             return True
         try:
             same = a == b
@@ -252,6 +267,11 @@ class CapturedJit:
             self.signature: inspect.Signature | None = inspect.signature(fn)
         except (TypeError, ValueError):  # no signature to bind arguments by
             self.signature = None
+        try:  # a wrapper's own signature (functools.wraps points past it): tried second
+            own = inspect.signature(fn, follow_wrapped=False)
+        except (TypeError, ValueError):
+            own = None
+        self.own_signature = own if own != self.signature else None
         functools.update_wrapper(self, fn)
 
     def reset(self) -> None:
@@ -265,8 +285,13 @@ class CapturedJit:
             try:
                 bound = self.signature.bind(*args, **kwargs)
             except TypeError as e:  # what calling the function would raise
-                raise TypeError(f"{getattr(self.fn, '__name__', 'jitted function')}(): {e}") \
-                    from None
+                try:
+                    if self.own_signature is None:
+                        raise
+                    bound = self.own_signature.bind(*args, **kwargs)
+                except TypeError:
+                    raise TypeError(f"{getattr(self.fn, '__name__', 'jitted function')}(): "
+                                    f"{e}") from None
             bound.apply_defaults()  # a default passed or left out is one call
             return list(bound.arguments.values())
         return (args, kwargs)
@@ -307,8 +332,11 @@ class CapturedJit:
             if k >= len(items):
                 return "nothing more"
             x = items[k]
-            return x if isinstance(x, str) else repr(x) if isinstance(x, _Constant) else \
-                f"a {x[0].__name__} of {'keys ' + repr(list(x[1])) if x[0] is dict else x[1]}"
+            if isinstance(x, str) or isinstance(x, _Constant):
+                return x if isinstance(x, str) else repr(x)
+            if x[0] in _PLAIN:
+                return repr(_Constant(x[1]))
+            return f"a {x[0].__name__} of {'keys ' + repr(list(x[1])) if x[0] is dict else x[1]}"
         raise JitError(f"jitted function called with other arguments than it was captured "
                        f"with: item {k} (in argument order, containers first) is {show(skeleton)}"
                        f", captured with {show(was)}; a replay needs the same containers, "
@@ -326,7 +354,7 @@ class CapturedJit:
             return out
         out = self._capture(tensors, binds, args, kwargs)
         self.in_kinds = kinds
-        self.in_skeleton = skeleton
+        self.in_skeleton = [x.kept() if isinstance(x, _Constant) else x for x in skeleton]
         return out
 
     # -- capture ------------------------------------------------------------------------------

@@ -145,8 +145,14 @@ class _Codegen:
             if n.op is Ops.ADD and n not in self.skip and n not in walked:
                 inner, leaves = self._add_tree(n)
                 walked.update(inner)
-                concat = n in self.concats and all(x.op is Ops.PAD for x in leaves) \
-                    and _disjoint(leaves)  # (its pads read elsewhere too: still copies)
+                concat = False
+                if n in self.concats:  # its pads and sums read elsewhere too: still copies
+                    cat_inner, cat_leaves = self._add_tree(n, shared=True)
+                    concat = all(x.op is Ops.PAD for x in cat_leaves) and _disjoint(cat_leaves)
+                    if concat:
+                        inner = [x for x in cat_inner if self.users.get(x, 0) == 1]
+                        leaves = cat_leaves
+                        walked.update(inner)
                 if concat or self._padsum_exact(n, inner, leaves):
                     self.padsums[n] = leaves
                     self.skip.update(inner)
@@ -182,12 +188,13 @@ class _Codegen:
             self.skip.update(chain[:-1])
         return chain
 
-    def _add_tree(self, root: UOp) -> tuple[list[UOp], list[UOp]]:
-        """Single-use ADD nodes under `root` and the leaves of that sum."""
+    def _add_tree(self, root: UOp, shared: bool = False) -> tuple[list[UOp], list[UOp]]:
+        """Single-use ADD nodes under `root` (`shared`: read elsewhere too) and the leaves of
+        that sum."""
         inner, leaves, todo = [], [], list(reversed(root.src))
         while todo:
             x = todo.pop()
-            if x.op is Ops.ADD and self.users.get(x, 0) == 1 and x not in self.skip:
+            if x.op is Ops.ADD and (shared or self.users.get(x, 0) == 1) and x not in self.skip:
                 inner.append(x)
                 todo.extend(reversed(x.src))
             else:
@@ -452,16 +459,17 @@ def _drop(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _disjoint(pads: list[UOp]) -> bool:
-    """Whether the regions that PADs place their sources in never meet (static shapes only)."""
+    """Whether the regions that PADs place their sources in never meet: apart on some axis
+    of static sizes (a symbolic axis may overlap)."""
     boxes = []
     for p in pads:
         src = shape_of(p.src[0])
-        if any(isinstance(d, Sym) for d in src):
-            return False
-        boxes.append([(b, b + d) for (b, _), d in zip(p.arg, src)])
+        boxes.append([None if isinstance(d, Sym) or isinstance(b, Sym) else (b, b + d)
+                      for (b, _), d in zip(p.arg, src)])
     for i, a in enumerate(boxes):
         for b in boxes[i + 1:]:
-            if all(lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2) in zip(a, b)):
+            if all(x is None or y is None or (x[0] < y[1] and y[0] < x[1])
+                   for x, y in zip(a, b)):
                 return False
     return True
 

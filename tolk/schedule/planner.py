@@ -17,8 +17,9 @@ small deterministic portfolio, cheapest first, and stops as soon as a plan reach
    cost is the number of overlapping pairs): it fills the narrow gaps the skyline must
    give up when lifetimes are short and sizes keep changing; then, under the same bound,
    greedy first fit (each buffer at the lowest offset free of the placed buffers it
-   overlaps in time) in order of first use (an online first-fit allocator's plan: the bar
-   a static planner must never lose to), longest lifetime first and largest area first;
+   overlaps in time), longest lifetime first and largest area first. Before them, always,
+   an online first-fit allocator replayed in order of first use (the lowest free block that
+   fits), the plan a static planner must never lose to;
 4. the skyline again, placing the longest-lived fitting buffer first;
 5. for tiny instances, exact branch and bound over canonical first-fit sequences (the
    canonical solutions of Moffitt 2023, "MiniMalloc");
@@ -270,8 +271,8 @@ def _solve(prob: _Problem) -> list[int]:
     sizes, first, length = prob.sizes, prob.first, prob.length
     steps = [
         lambda: _sweep_best_fit(prob),
+        lambda: _sweep_first_fit(prob),  # an online first-fit allocator's plan: the bar
         lambda: greedy(lambda i: (-sizes[i], first[i], i), True),  # greedy by size
-        lambda: greedy(lambda i: (first[i], i), False),  # online first fit
         lambda: greedy(lambda i: (-length[i], first[i], i), False),
         lambda: greedy(lambda i: (-sizes[i] * length[i], first[i], i), False),
         lambda: _skyline(prob, _lexicographic(prob.length, prob.sizes))[0] if affordable else None,
@@ -686,6 +687,63 @@ def _sweep_best_fit(prob: _Problem) -> list[int]:
             blocks.free(offsets[i], sizes[i])
         for i in born[t]:
             offsets[i] = blocks.alloc(sizes[i])
+    return offsets
+
+
+SWEEP_FIRST_FIT_WORK = 64  # free blocks the first-fit replay may scan, per buffer (plus 1M)
+
+
+def _sweep_first_fit(prob: _Problem) -> list[int] | None:
+    """Replay the lifetimes through an online first-fit allocator: at each step frees come
+    first, then each buffer born there (in index order) takes the lowest free block that
+    fits, else grows the arena from the free block touching its top, else from the top.
+    None past `SWEEP_FIRST_FIT_WORK` scanned blocks per buffer (a count, never a clock)."""
+    steps, sizes = prob.steps, prob.sizes
+    born: list[list[int]] = [[] for _ in range(steps + 1)]
+    dies: list[list[int]] = [[] for _ in range(steps + 1)]
+    for i in range(len(sizes)):
+        born[prob.first[i]].append(i)
+        dies[prob.last[i] + 1].append(i)
+    starts: list[int] = []  # free blocks below `top`, by start; none touch
+    size_at: dict[int, int] = {}
+    top, budget = 0, SWEEP_FIRST_FIT_WORK * len(sizes) + 1_000_000
+    offsets = [0] * len(sizes)
+    for t in range(steps):
+        for i in dies[t]:
+            start, end = offsets[i], offsets[i] + sizes[i]
+            k = bisect_left(starts, start)
+            if k < len(starts) and starts[k] == end:  # merge with the block after it
+                end += size_at.pop(end)
+                del starts[k]
+            if k > 0 and starts[k - 1] + size_at[starts[k - 1]] == start:  # and before it
+                k -= 1
+                start = starts[k]
+                del starts[k]
+            if end == top:  # a free block at the top is no block: the arena's end moves down
+                top = start
+                size_at.pop(start, None)
+            else:
+                starts.insert(k, start)
+                size_at[start] = end - start
+        for i in born[t]:
+            need = sizes[i]
+            for k, start in enumerate(starts):
+                if size_at[start] >= need:
+                    rest = size_at.pop(start) - need
+                    if rest:
+                        starts[k] = start + need
+                        size_at[start + need] = rest
+                    else:
+                        del starts[k]
+                    offsets[i] = start
+                    break
+            else:
+                k = len(starts)
+                offsets[i] = top
+                top += need
+            budget -= k + 1
+            if budget < 0:
+                return None
     return offsets
 
 
