@@ -77,10 +77,11 @@ def Context(**overrides: int) -> Iterator[None]:
     for name, val in overrides.items():
         if name not in Flag.registry:
             raise ValueError(f"unknown flag {name!r}; known flags: {sorted(Flag.registry)}")
-        try:
-            flags.append((Flag.registry[name], operator.index(val)))
-        except TypeError:
+        try:  # an int, or its digits (as the environment spells it)
+            value = int(val.strip()) if isinstance(val, str) else operator.index(val)
+        except (TypeError, ValueError):
             raise TypeError(f"flag {name} takes an int, got {val!r}") from None
+        flags.append((Flag.registry[name], value))
     for flag, val in flags:
         if not flag._local.stack:  # this thread's first override: a list of its own
             flag._local.stack = []

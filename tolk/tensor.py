@@ -1474,7 +1474,7 @@ class Tensor:
     # -- linear algebra and nn ------------------------------------------------------------------
 
     def dot(self, w: Tensor) -> Tensor:
-        """numpy's dot: a 0-d operand scales the other; otherwise the last axis of self with
+        """numpy's dot: a 0-d tensor scales the other; otherwise the last axis of self with
         the second-to-last of `w` (its only one when 1-d), the result shaped self's other axes
         then w's. Where both are 1-d or 2-d, or one is 1-d, that is `matmul` (tinygrad's dot
         is matmul everywhere: it broadcasts batches, where numpy's dot of two stacks pairs
