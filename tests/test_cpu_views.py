@@ -344,3 +344,30 @@ def test_zero_d_values_stay_zero_d_through_float_to_int_casts_and_float_sums():
     z = Tensor(np.ones(3, np.float32)).realize()
     z[1] = Tensor(np.float32(-0.0)).sum()  # a 0-d float sum stored
     assert z.numpy().tolist() == [1, 0, 1]
+
+
+def test_writes_through_views_of_a_dropped_lazy_tensor_land_as_numpys():
+    x = Tensor(np.arange(4, dtype=np.float32)) + 1
+    v = x.pad(((1, 1),))[0:3]  # the padded tensor is dropped: only its views live
+    v[0] = 9.0
+    np.testing.assert_array_equal(v.numpy(), [9, 1, 2])
+    v = x.pad(((1, 1),))[0:3]
+    w = v[1:]
+    v[:] = 9.0
+    np.testing.assert_array_equal(v.numpy(), [9, 9, 9])
+    np.testing.assert_array_equal(w.numpy(), [9, 9])
+    z = Tensor.zeros(3, 4).T
+    z[0] = 1.0  # zeros is a tensor of its own, writable as numpy's
+    np.testing.assert_array_equal(z.numpy(), np.vstack([np.ones(3), np.zeros((3, 3))]))
+    o = Tensor.ones(3, 4).reshape(12)
+    o[0] = 5.0
+    assert o.numpy().tolist() == [5.0] + [1.0] * 11
+    r = (Tensor(np.arange(3, dtype=np.float32)) + 1).repeat(2)[1:]
+    r[0] = 9.0
+    assert r.numpy().tolist() == [9, 3, 1, 2, 3]
+    s = Tensor(np.arange(3, dtype=np.float32)) + 0
+    c = Tensor(s.expand(2, 3))
+    first, second = c[0], c[1]
+    del c
+    first[0] = 9.0
+    assert first.numpy().tolist() == [9, 1, 2] and second.numpy().tolist() == [0, 1, 2]

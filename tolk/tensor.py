@@ -398,9 +398,12 @@ class Tensor:
         syms = sorted({x.name for x in shape if isinstance(x, Sym)})
         if syms and binds:  # (without: the values come from what it is combined with)
             have = {b.src[0].arg[0]: b for b in binds}
-            return Tensor(ones._mov(Ops.EXPAND, shape, tuple(have[n] for n in syms)).uop)
-        # a tensor of its own (as numpy's full: writable), not a view of the 0-d constant
-        return Tensor(ones.expand(shape).uop)
+            x = ones._mov(Ops.EXPAND, shape, tuple(have[n] for n in syms))
+        else:
+            x = ones.expand(shape)
+        # a tensor of its own (as numpy's full: writable), not a view of the 0-d constant: its
+        # node no movement op either (a view of it, the tensor dropped, would view the constant)
+        return x._alu(Ops.CAST) if x.uop.op in _VIEW_OPS else Tensor(x.uop)
 
     @staticmethod
     def zeros(*shape, dtype=None, device=None) -> Tensor:
@@ -1253,9 +1256,9 @@ class Tensor:
         dtype, which kernels read as the view itself (no work) while realizes treat the
         tensor as computed; over a computed graph, another tensor of that graph (an assign
         into either then leaves the other alone)."""
-        if not _is_base_state(_base_and_chain(self.uop)):
-            return Tensor(self.uop)
-        return self._alu(Ops.CAST)
+        if not _is_base_state(_base_and_chain(self.uop)) and self.uop.op not in _VIEW_OPS:
+            return Tensor(self.uop)  # (a movement op over a computed graph is no tensor's own
+        return self._alu(Ops.CAST)  # node: views of it, it dropped, would view what it moves)
 
     def shrink(self, arg) -> Tensor:
         """Keep ``[start, end)`` per axis (None = all). Bounds may be bound Variables (plus an
