@@ -365,3 +365,29 @@ def test_full_zeros_and_ones_take_bound_variables_as_sizes():
         Tensor.ones(v.bind(2), v.bind(3))
     with pytest.raises(ShapeError, match="may be negative"):
         Tensor.zeros(Variable("neg", -2, 4).bind(2))
+
+
+def test_stores_through_symbolic_views_numpy_cannot_express_take_the_index_path():
+    n = Variable("pn", 1, 8)
+    base = np.arange(32, dtype=np.float32).reshape(2, 8, 2)
+    vals = -np.arange(1, 33, dtype=np.float32).reshape(8, 4)
+    static = Tensor(base.copy()).realize()
+    static.permute(1, 0, 2)[:3].reshape(3, 4).assign(Tensor(vals[:3]))
+    for k in (3, 1, 8):
+        b = Tensor(base.copy()).realize()
+        v = b.permute(1, 0, 2)[:n.bind(k)]  # merges permuted axes: no numpy view
+        v.reshape(v.shape[0], 4).assign(Tensor(vals)[:n.bind(k)])
+        want = base.copy().transpose(1, 0, 2)
+        want[:k] = vals[:k].reshape(k, 2, 2)
+        np.testing.assert_array_equal(b.numpy(), want.transpose(1, 0, 2))
+    np.testing.assert_array_equal(static.numpy()[0, :3], [[-1, -2], [-5, -6], [-9, -10]])
+
+
+def test_bound_variables_compare_equal_by_value():
+    pos = Variable("eqpos", 0, 8).bind(3)
+    assert bool(pos == 3) and not bool(pos != 3) and bool(pos == pos.var.bind(3))
+    assert (Tensor([3, 4]) == pos).numpy().tolist() == [True, False]
+    assert (pos != Tensor([3, 4])).numpy().tolist() == [False, True]
+    assert {pos: 1}[pos] == 1
+    with pytest.raises(TypeError):
+        np.ones(2) + pos

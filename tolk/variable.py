@@ -136,6 +136,15 @@ class BoundVariable:
     def __ge__(self, x):
         return x <= self if _is_tensor(x) else self._t() >= x
 
+    def __eq__(self, x):  # type: ignore[override]
+        return x == self if _is_tensor(x) else self._t() == x
+
+    def __ne__(self, x):  # type: ignore[override]
+        return x != self if _is_tensor(x) else self._t() != x
+
+    __hash__ = object.__hash__  # (an object of its own in sets and dicts, as a Tensor)
+    __array_ufunc__ = None  # numpy defers to the operators (``ndarray + v``: TypeError)
+
 
 def _is_tensor(x) -> bool:
     """Whether `x` is a Tensor or a sharded one: its operators take the variable as a weakly

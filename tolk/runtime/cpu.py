@@ -432,23 +432,40 @@ def _numpy_view(chain: list[UOp], base: UOp) -> bool:
     outermost first) as a view, without a copy: a reshape that merges reordered axes cannot.
 
     Found by applying the chain to a strided array that claims the buffer's size over one
-    byte: view operations never read memory, and a reshape that would copy is refused."""
-    if base.op is not Ops.PARAM or any(syms_in(m.arg) for m in chain):
+    byte: view operations never read memory, and a reshape that would copy is refused. A
+    chain with symbolic sizes is tried at both ends of their variables' ranges."""
+    if base.op is not Ops.PARAM:
         return True
+    if any(syms_in(m.arg) for m in chain):
+        return all(_numpy_view_at(chain, base, end) for end in (0, 1))
+    return _numpy_view_at(chain, base, None)
+
+
+def _at_end(arg, end: int):
+    """A movement arg with each Sym at the low (0) or high (1) end of its range."""
+    if isinstance(arg, Sym):
+        return (arg.lo if end == 0 else arg.hi) + arg.add
+    if isinstance(arg, tuple):
+        return tuple(_at_end(a, end) for a in arg)
+    return arg
+
+
+def _numpy_view_at(chain: list[UOp], base: UOp, end: int | None) -> bool:
     x = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (base.arg[2],), (1,))
     for m in reversed(chain):
+        arg = m.arg if end is None else _at_end(m.arg, end)
         if m.op is Ops.RESHAPE:
-            x = _prefix(x, m.arg).view()
+            x = _prefix(x, arg).view()
             try:
-                x.shape = m.arg
-            except AttributeError:
+                x.shape = arg
+            except (AttributeError, ValueError):
                 return False
         elif m.op is Ops.PERMUTE:
-            x = x.transpose(m.arg)
+            x = x.transpose(arg)
         elif m.op is Ops.SHRINK:
-            x = x[tuple(slice(b, e) for b, e in m.arg)]
+            x = x[tuple(slice(b, e) for b, e in arg)]
         elif m.op is Ops.FLIP:
-            x = np.flip(x, m.arg) if m.arg else x
+            x = np.flip(x, arg) if arg else x
         else:
             return True  # PAD and EXPAND targets are stored through element indices anyway
     return True
