@@ -115,3 +115,20 @@ def test_gc_paused_nests_and_restores_the_collector():
         assert not gc.isenabled()  # a collector that was off stays off
     finally:
         gc.enable()
+
+
+def test_bfloat16_keeps_nan_bits_through_copies_and_rounds_big_endian_doubles_once():
+    from tolk import Tensor
+    from tolk.dtype import dtypes
+
+    bits = np.array([0xFFC0, 0x7FC1, 0x7F81, 0xFF81, 0x3F80], np.uint16)
+    b = Tensor(bits).bitcast(dtypes.bfloat16)
+    for copy in (lambda t: t, lambda t: t.contiguous(), lambda t: t.cat(t)[:5],
+                 lambda t: t.pad(((0, 1),))[:5]):
+        assert copy(b).bitcast(dtypes.uint16).numpy().tolist() == bits.tolist()
+    v = 1 + 2**-8 + 2**-30  # through float32 it rounds twice, to 1.0
+    for order in ("<f8", ">f8"):
+        got = Tensor(np.array([v], order), dtype=dtypes.bfloat16).bitcast(dtypes.uint16)
+        assert got.numpy().tolist() == [0x3F81]
+    x = np.array([[-2.0, 6.0, 1.0]], np.float16)  # std in float32, rounded once
+    assert Tensor(x).std(1).numpy()[0] == np.float16(x.astype(np.float32).std(1, ddof=1)[0])

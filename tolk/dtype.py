@@ -148,16 +148,19 @@ def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
 
 
 def f32_to_bf16(x: np.ndarray) -> np.ndarray:
-    """Encode to bfloat16 bits, rounding to nearest even (NaN stays NaN). float64 and ints
-    of 32 bits or more are rounded once from their own value (through float32 they would
-    round twice: 1 + 2**-8 + 2**-30 would become 1.0)."""
+    """Encode to bfloat16 bits, rounding to nearest even. A NaN keeps its sign and top payload
+    bits (a copy or bitcast of bfloat16 data keeps them; the quiet bit is set where only it
+    would tell it from an infinity). float64 (of any byte order) and ints of 32 bits or more
+    are rounded once from their own value (through float32 they would round twice: 1 + 2**-8
+    + 2**-30 would become 1.0)."""
     a = np.asarray(x)
     if a.dtype.kind in "iu" and a.dtype.itemsize == 8 and a.size and \
             (a.max() > 1 << 53 or (a.dtype.kind == "i" and a.min() < -(1 << 53))):
         # past 2**53 float64 would round first: round the ints themselves (rare: one by one)
         a = np.array([_round_int_to_bf16(int(v)) for v in a.ravel()],
                      np.float64).reshape(a.shape)
-    elif a.dtype == np.float64 or (a.dtype.kind in "iu" and a.dtype.itemsize >= 4):
+    elif (a.dtype.kind == "f" and a.dtype.itemsize > 4) or (a.dtype.kind in "iu"
+                                                             and a.dtype.itemsize >= 4):
         a = _round_f64_to_bf16(a.astype(np.float64))
     f = np.ascontiguousarray(a, dtype=np.float32)
     u = f.view(np.uint32)
@@ -165,7 +168,8 @@ def f32_to_bf16(x: np.ndarray) -> np.ndarray:
     nan = np.isnan(f)
     out = rounded.astype(np.uint16)
     if nan.any():
-        out = np.where(nan, np.uint16(0x7FC0), out)
+        hi = (u >> 16).astype(np.uint16)
+        out = np.where(nan, np.where(hi & 0x7F, hi, hi | 0x40), out).astype(np.uint16)
     return out
 
 

@@ -1086,6 +1086,7 @@ class Tensor:
             return (d * d).sum(axis, keepdim) / 0.0
         return (d * d).sum(axis, keepdim) / div
 
+    @_half_in_float32
     def std(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor:
         """The square root of `var` (ints and bools: in float64, then float32)."""
         if not self.dtype.is_float:
