@@ -2877,3 +2877,13 @@ def test_cats_sharing_parts_and_symbolic_cats_keep_negative_zeros():
     b = Variable("cmpb", 0, 5000).bind(2049)
     x = Tensor(np.array([2048.0], np.float16))
     assert (x >= b).numpy().tolist() == (b <= x).numpy().tolist() == [True]  # weak: 2048
+
+
+def test_power_one_half_is_sqrt_as_numpys_operator():
+    for dt in (np.float16, np.float32, np.float64):
+        a = np.array([-0.0, -np.inf, 4.0, 2.0], dt)
+        with np.errstate(invalid="ignore"):
+            want = a ** 0.5
+        got = (Tensor(a) ** 0.5).numpy()
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
