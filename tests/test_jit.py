@@ -598,7 +598,7 @@ def test_replay_refuses_calls_shaped_otherwise_than_the_capture():
         f(a, c=b)
     with pytest.raises(TypeError, match="missing"):
         f([a, b])
-    with pytest.raises(JitError, match="the constant 7, captured with the constant None"):
+    with pytest.raises(JitError, match="the constant 7, captured with the parameter.s default"):
         f(a, b, 7)
     with pytest.raises(JitError, match="a dict of keys"):
         f({"x": a}, b)
@@ -661,3 +661,43 @@ def test_replay_constants_compare_by_value_and_bits_and_wrappers_bind_their_own_
 
     for _ in range(4):  # a NaN constant is the same NaN each call
         g(x, np.float32("nan"))
+
+
+def test_defaults_are_the_functions_own_tensor_defaults_and_mutable_ones_too():
+    def f(x, b=Tensor.ones(3)):
+        return x + b
+
+    jf = tolk.jit(f)  # (comparing signatures compared the Tensor default: no truth value)
+    for _ in range(3):
+        np.testing.assert_array_equal(jf(Tensor([1.0, 2.0, 3.0])).numpy(), [2, 3, 4])
+
+    def g(x, _stats={}):  # noqa: B006 - a default the function updates, on purpose
+        _stats["calls"] = _stats.get("calls", 0) + 1
+        return x * 2
+
+    jg = tolk.jit(g)
+    for _ in range(4):
+        np.testing.assert_array_equal(jg(Tensor([1.0])).numpy(), [2])
+
+
+def test_a_schedule_hook_that_raises_is_not_retried_around():
+    from tolk import Variable
+
+    x = Tensor(np.arange(8, dtype=np.float32)).realize()
+    q = Variable("hookq", 1, 4)
+    bad = x[:q.bind(2)].sum() + x[:q.bind(3)].sum()  # noqa: F841 - taken along by x's realize
+    x[0] = 5.0
+    seen = []
+
+    def hook(linear, var_vals, seconds, stats):
+        seen.append(len(linear.src))
+        raise RuntimeError("hook")
+
+    tolk.callify.schedule_hooks.append(hook)
+    try:
+        with pytest.raises(Exception):  # the taken-along tensor's error or the hook's: once
+            x.numpy()
+    finally:
+        tolk.callify.schedule_hooks.remove(hook)
+    assert len(seen) <= 1
+    assert x.numpy()[0] == 5

@@ -391,3 +391,17 @@ def test_bound_variables_compare_equal_by_value():
     assert {pos: 1}[pos] == 1
     with pytest.raises(TypeError):
         np.ones(2) + pos
+
+
+def test_assign_refuses_a_target_and_value_binding_one_variable_twice_and_eq_with_others():
+    from tolk.errors import ScheduleError
+
+    q = Variable("tvq", 1, 4)
+    z = Tensor(np.zeros(4, np.float32)).realize()
+    x = Tensor(np.ones(4, np.float32)).realize()
+    with pytest.raises(ScheduleError, match="both 3 and 2"):
+        z[:q.bind(3)].assign(x[:q.bind(2)] + 1)
+    z += 1
+    assert z.numpy().tolist() == [1] * 4
+    v = q.bind(3)
+    assert (v == None) is False and (v == "a") is False and v not in [None, "a"]  # noqa: E711

@@ -2887,3 +2887,14 @@ def test_power_one_half_is_sqrt_as_numpys_operator():
         got = (Tensor(a) ** 0.5).numpy()
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_cats_sharing_three_parts_in_one_kernel_and_numpy_half_exponents():
+    a, b, c, d, e = [Tensor(np.full(2, i, np.float32)).realize() for i in range(5)]
+    np.testing.assert_array_equal((a.cat(b, c, d) + a.cat(b, c, e)).numpy(),
+                                  [0, 0, 2, 2, 4, 4, 7, 7])
+    np.testing.assert_array_equal((Tensor.stack(a, b, c, d) + Tensor.stack(a, b, c, e)).numpy(),
+                                  [[0, 0], [2, 2], [4, 4], [7, 7]])
+    t = Tensor(np.array([-0.0, -np.inf], np.float16))
+    got = (t ** np.float64(0.5)).numpy()
+    assert np.signbit(got[0]) and np.isnan(got[1])

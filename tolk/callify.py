@@ -371,13 +371,13 @@ def realize(tensors, run: bool = True, _split: bool = True, _retry: bool = True)
             key, bufs, binds, nodes = program_key(
                 *(t.uop for t in computed), *pending, tag=_REALIZE)
             form = None
-            if run and _retry:  # a failure before anything ran: the realize without them
-                try:
+            if run and _retry and not _realize.capturing:  # a failure before anything ran:
+                try:  # the realize again without them
                     return _realize_taking(asked, tensors, computed, pending, key, bufs, binds,
                                            nodes, finals, form, _split, start)
                 except Exception as e:
                     if isinstance(getattr(e, "calls_done", None), int) or \
-                            not _detach_unrun(set(finals), taken):
+                            getattr(e, _FROM_HOOK, False) or not _detach_unrun(set(finals), taken):
                         raise
                 return realize(asked, run, _split, _retry=False)
     return _realize_taking(asked, tensors, computed, pending, key, bufs, binds,
@@ -412,7 +412,14 @@ def _realize_taking(asked, tensors, computed, pending, key, bufs, binds, nodes, 
             return (linear.src and program_stats(key)) or linear_stats(linear)
 
         for hook in schedule_hooks:
-            hook(linear, var_vals, seconds, stats)
+            try:
+                hook(linear, var_vals, seconds, stats)
+            except Exception as e:  # the hook's own error: no retry of the realize for it
+                try:
+                    setattr(e, _FROM_HOOK, True)
+                except AttributeError:
+                    pass
+                raise
     if not run:
         return linear, var_vals
     try:
@@ -427,6 +434,7 @@ def _realize_taking(asked, tensors, computed, pending, key, bufs, binds, nodes, 
 
 
 CHECK_FORMS = False  # tests: every realize found by its form also checks it against program_key
+_FROM_HOOK = "_tolk_raised_by_schedule_hook"
 
 
 def _check_form_hit(key, bufs: list[UOp], binds: list[UOp], roots: tuple[UOp, ...]) -> None:
@@ -663,7 +671,7 @@ def assign(target: Tensor, x) -> Tensor:
     if may_bind(x.uop):  # a value no schedule can compute: refused now, before it is pending
         vals: dict[str, int] = {}  # (it would block every realize of the buffer for good);
         # binds in pending states it reads are not its own (a realize runs those apart)
-        for n in x.uop.toposort(enter=lambda n: n.op is not Ops.AFTER):
+        for n in UOp.sink(target.uop, x.uop).toposort(enter=lambda n: n.op is not Ops.AFTER):
             if n.op is Ops.BIND:
                 name, v = n.src[0].arg[0], n.src[1].arg
                 if vals.setdefault(name, v) != v:

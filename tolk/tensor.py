@@ -679,7 +679,7 @@ class Tensor:
         return NotImplemented if type(x) in DEFER_TO else self.mod(x)
 
     def __pow__(self, x):
-        if type(x) is float and x == 0.5 and self.dtype.is_float:
+        if isinstance(x, (float, np.floating)) and x == 0.5 and self.dtype.is_float:
             return self.sqrt()  # numpy's ``a ** 0.5`` is sqrt (-0.0 stays, -inf is nan)
         return NotImplemented if type(x) in DEFER_TO else self.pow(x)
 

@@ -8,6 +8,8 @@ value at run time from ``var_vals``.
 
 from __future__ import annotations
 
+import numpy as np
+
 from tolk.dtype import dtypes
 from tolk.uop.ops import Ops, UOp
 
@@ -137,9 +139,15 @@ class BoundVariable:
         return x <= self if _is_tensor(x) else self._t() >= x
 
     def __eq__(self, x):  # type: ignore[override]
+        if not _is_tensor(x) and not isinstance(x, (int, float, np.number, np.bool_,
+                                                     BoundVariable)):
+            return NotImplemented  # (None, a string: not equal, as Python answers it)
         return x == self if _is_tensor(x) else self._t() == x
 
     def __ne__(self, x):  # type: ignore[override]
+        if not _is_tensor(x) and not isinstance(x, (int, float, np.number, np.bool_,
+                                                     BoundVariable)):
+            return NotImplemented
         return x != self if _is_tensor(x) else self._t() != x
 
     __hash__ = object.__hash__  # (an object of its own in sets and dicts, as a Tensor)

@@ -45,6 +45,8 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import math
+import struct
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -89,6 +91,9 @@ def _flatten(obj: Any, out: list, kinds: list | None = None,
                     kinds.append((o.axis, o.shape, len(o.shards)))
                 if skeleton is not None:
                     skeleton.append(_SHARDED)
+            elif o is _LEFT_OUT:
+                if skeleton is not None:
+                    skeleton.append(_DEFAULT)
             elif not isinstance(o, (list, tuple, dict)):
                 if skeleton is not None:  # ints, strings, None and bools compare exactly as
                     skeleton.append((type(o), o) if type(o) in _PLAIN  # (type, value)
@@ -112,6 +117,8 @@ def _flatten(obj: Any, out: list, kinds: list | None = None,
 
 
 _TENSOR, _VARIABLE, _SHARDED = "a tensor", "a bound variable", "a sharded tensor"
+_DEFAULT = "the parameter's default"
+_LEFT_OUT = object()  # a parameter left to its default (`CapturedJit._arguments`)
 
 
 _PLAIN = (int, str, bool, type(None))
@@ -146,8 +153,11 @@ class _Constant:
                     bool(np.array_equal(a, b))
             except Exception:
                 return False
-        if isinstance(a, (float, np.floating)):  # by the bits: -0.0 is no 0.0, NaN is NaN
-            return np.asarray(a).tobytes() == np.asarray(b).tobytes()
+        if type(a) is float:  # by the bits: -0.0 is no 0.0, NaN is NaN
+            return a == b and math.copysign(1.0, a) == math.copysign(1.0, b) or \
+                a != a and b != b and struct.pack("<d", a) == struct.pack("<d", b)
+        if isinstance(a, np.floating):
+            return a.tobytes() == b.tobytes()
         if a is b:
             return True
         try:
@@ -271,7 +281,11 @@ class CapturedJit:
             own = inspect.signature(fn, follow_wrapped=False)
         except (TypeError, ValueError):
             own = None
-        self.own_signature = own if own != self.signature else None
+        try:  # (== compares the defaults: a Tensor's says no truth value)
+            same = own is None or bool(own == self.signature)
+        except Exception:
+            same = False
+        self.own_signature = None if same else own
         functools.update_wrapper(self, fn)
 
     def reset(self) -> None:
@@ -292,8 +306,10 @@ class CapturedJit:
                 except TypeError:
                     raise TypeError(f"{getattr(self.fn, '__name__', 'jitted function')}(): "
                                     f"{e}") from None
-            bound.apply_defaults()  # a default passed or left out is one call
-            return list(bound.arguments.values())
+            given = bound.arguments  # a default passed or left out is one call, and a default
+            return [given[name] if name in given and given[name] is not p.default  # object
+                    else _LEFT_OUT  # is no constant of the call: it is the function's own
+                    for name, p in bound.signature.parameters.items()]
         return (args, kwargs)
 
     def __call__(self, *args, **kwargs):

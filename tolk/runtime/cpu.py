@@ -147,17 +147,15 @@ class _Codegen:
                 walked.update(inner)
                 concat = False
                 if n in self.concats:  # its pads and sums read elsewhere too: still copies
-                    cat_inner, cat_leaves = self._add_tree(n, shared=True)
+                    cat_leaves = self._add_tree(n, shared=True)[1]
                     concat = all(x.op is Ops.PAD for x in cat_leaves) and _disjoint(cat_leaves)
-                    if concat:
-                        inner = [x for x in cat_inner if self.users.get(x, 0) == 1]
-                        leaves = cat_leaves
-                        walked.update(inner)
                 if concat or self._padsum_exact(n, inner, leaves):
-                    self.padsums[n] = leaves
+                    # skipped: what only this sum reads (a shared part is still computed for
+                    # its other readers, from its own parts)
                     self.skip.update(inner)
                     self.skip.update(x for x in leaves
                                      if x.op is Ops.PAD and self.users.get(x, 0) == 1)
+                    self.padsums[n] = cat_leaves if concat else leaves
         # movement chains that repeat an axis and cut it again (how overlapping windows are
         # written) would copy at a reshape; each one that is a single strided view of the
         # value under it is emitted as that view
