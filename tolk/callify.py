@@ -339,7 +339,8 @@ def realize(tensors, run: bool = True, _split: bool = True, _retry: bool = True)
     A lazy tensor taken along that cannot be scheduled or allocated (it binds a variable to
     two values, say) does not block the realize asked for: when nothing ran, the tensors taken
     along read a copy of the buffers this realize overwrites from then on (`_detach_unrun`),
-    and the realize runs again without them; their own realize raises their error."""
+    and the realize runs again without them; their own realize raises their error. Not inside
+    a jit capture, nor for a schedule hook's own error (those go up as they are)."""
     start = time.perf_counter() if schedule_hooks else 0.0
     for t in tensors:
         if not isinstance(t, Tensor):
