@@ -701,3 +701,39 @@ def test_a_schedule_hook_that_raises_is_not_retried_around():
         tolk.callify.schedule_hooks.remove(hook)
     assert len(seen) <= 1
     assert x.numpy()[0] == 5
+
+
+_jit_test_lr = 0.5
+
+
+def test_replay_refuses_a_changed_number_the_function_reads_as_a_global_or_closure():
+    global _jit_test_lr
+    w = Tensor(np.zeros(2, np.float32)).realize()
+    g = Tensor(np.ones(2, np.float32)).realize()
+
+    @tolk.jit
+    def step(w, g):
+        w -= _jit_test_lr * g
+        return w
+
+    step(w, g)
+    step(w, g)  # captured with 0.5
+    _jit_test_lr = 0.25  # a decayed learning rate: the capture baked 0.5 in
+    try:
+        with pytest.raises(JitError, match="reads '_jit_test_lr', now 0.25, captured as 0.5"):
+            step(w, g)
+    finally:
+        _jit_test_lr = 0.5
+    step(w, g)  # the value the capture holds again: replays
+    np.testing.assert_array_equal(w.numpy(), [-1.5, -1.5])
+    scale = 2.0
+
+    @tolk.jit
+    def f(x):
+        return x * scale
+
+    for _ in range(3):
+        np.testing.assert_array_equal(f(Tensor([1.0])).numpy(), [2])
+    scale = 3.0  # noqa: F841 - read through the closure
+    with pytest.raises(JitError, match="reads 'scale'"):
+        f(Tensor([1.0]))

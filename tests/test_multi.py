@@ -218,8 +218,10 @@ def test_sharded_int_mean_truth_inplace_clip_and_gather_as_plain_tensors():
     step(w)
     assert w.shards == shards
     np.testing.assert_array_equal(w.numpy(), [-2, 0, 2, 4])
-    with pytest.raises(TypeError, match="float64"):
-        w += Tensor([1, 2, 3, 4], dtype="float64")
+    wi = Tensor(np.arange(4, dtype=np.int32)).shard(devs, 0)
+    with pytest.raises(TypeError, match="float32 into a tensor of dtype int32"):
+        wi += 1.5  # numpy's in-place rule refuses a float into ints
+    w += Tensor([0.0, 0.0, 0.0, 0.0], dtype="float64")  # and casts a float64 into float32
     np.testing.assert_array_equal(w.clip(Tensor([0.0, 1.0, 2.0, 3.0]), 3.0).numpy(), [0, 1, 2, 3])
     np.testing.assert_array_equal(w.clip(0.5, Tensor([1.0, 1.0, 5.0, 5.0]).shard(devs, 0)).numpy(),
                                   [0.5, 0.5, 2, 4])
@@ -234,3 +236,16 @@ def test_sharded_int_mean_truth_inplace_clip_and_gather_as_plain_tensors():
         t.assign(w)
     with pytest.raises(TypeError, match="gather it with .to"):
         t.cat(w)
+
+
+def test_sharded_operands_broadcast_along_unsharded_axes():
+    devs = ("CPU:1", "CPU:2")
+    a = np.random.default_rng(0).random((4, 6)).astype(np.float32)
+    z = Tensor(a).shard(devs, 0)
+    e = (z - z.max(1, keepdim=True)).exp()
+    np.testing.assert_allclose((e / e.sum(1, keepdim=True)).numpy(),
+                               np.exp(a - a.max(1, keepdims=True))
+                               / np.exp(a - a.max(1, keepdims=True)).sum(1, keepdims=True),
+                               rtol=1e-6)
+    with pytest.raises(ShapeError):
+        z + Tensor(a[:, :3]).shard(devs, 0)

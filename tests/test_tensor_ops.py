@@ -2898,3 +2898,21 @@ def test_cats_sharing_three_parts_in_one_kernel_and_numpy_half_exponents():
     t = Tensor(np.array([-0.0, -np.inf], np.float16))
     got = (t ** np.float64(0.5)).numpy()
     assert np.signbit(got[0]) and np.isnan(got[1])
+
+
+def test_inplace_operators_cast_back_as_numpys_same_kind_rule():
+    acc = Tensor(np.zeros(3, np.float32)).realize()
+    acc += (Tensor(np.array([0.5, 2.0, 3.0], np.float32)) > 1).sum()  # an int64 count
+    assert acc.dtype is dtypes.float32 and acc.numpy().tolist() == [2, 2, 2]
+    w = Tensor(np.ones(2, np.float32)).realize()
+    w -= Tensor(np.array([0.5, 0.25]))  # float64
+    assert w.dtype is dtypes.float32 and w.numpy().tolist() == [0.5, 0.75]
+    i = Tensor(np.array([1, 2], np.int32)).realize()
+    i *= Tensor(np.array([3, 4], np.int64))
+    assert i.dtype is dtypes.int32 and i.numpy().tolist() == [3, 8]
+    for bad in (lambda t: t.__iadd__(1.5), lambda t: t.__itruediv__(2),
+                lambda t: t.__iadd__(Tensor(np.array([-1, 1], np.int8)))):
+        u = Tensor(np.array([1, 2], np.uint8)).realize()
+        with pytest.raises(TypeError, match="into a tensor of dtype uint8"):
+            bad(u)
+        assert u.numpy().tolist() == [1, 2]

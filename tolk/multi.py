@@ -95,12 +95,14 @@ class MultiTensor:
     # -- shard-wise ops -----------------------------------------------------------------------
 
     def _match(self, other) -> list:
-        """`other` split like self: a MultiTensor with the same layout, a scalar, or a Tensor
-        broadcast against the logical shape."""
+        """`other` split like self: a MultiTensor with the same layout (the same devices,
+        axis and shard sizes along it; other axes may broadcast, as a reduction with keepdim
+        leaves them), a scalar, or a Tensor broadcast against the logical shape."""
         if isinstance(other, MultiTensor):
-            if other.devices != self.devices or other.axis != self.axis \
-                    or other.shape != self.shape or [s.shape for s in other.shards] != \
-                    [s.shape for s in self.shards]:
+            ax = self.axis
+            if other.devices != self.devices or other.axis != ax or other.ndim != self.ndim \
+                    or [s.shape[ax] for s in other.shards] != [s.shape[ax] for s in self.shards] \
+                    or any(a != b and 1 not in (a, b) for a, b in zip(other.shape, self.shape)):
                 raise ShapeError(f"sharded operands differ: {self} and {other} (shards "
                                  f"{[s.shape for s in self.shards]} and "
                                  f"{[s.shape for s in other.shards]})")
@@ -197,7 +199,7 @@ class MultiTensor:
         operators (the result keeps this tensor's dtype and layout)."""
         out = self._map(fn, o)
         for s, r in zip(self.shards, out.shards):
-            s.assign(r)
+            s._inplace(r)  # (cast back where numpy's in-place rule allows, as Tensor's)
         return self
 
     def __iadd__(self, o):

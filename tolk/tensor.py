@@ -1708,37 +1708,43 @@ class Tensor:
         return Tensor(UOp(Ops.COPY, self.dtype, (self.uop,), dev))
 
     # ``x += y`` and the like write into x in place, as numpy's (views of x see it, and a
-    # jitted function's replays make the write again); the result must keep x's dtype and
-    # shape (an error otherwise, as numpy's casting rule)
+    # jitted function's replays make the write again); the result is cast back to x's dtype
+    # where numpy's in-place rule allows it ("same_kind": bools to anything, unsigned to
+    # signed, ints to floats, any width within a kind), else a TypeError, as numpy's
+    def _inplace(self, r: Tensor) -> Tensor:
+        if isinstance(r, Tensor) and r.dtype is not self.dtype and _same_kind(r.dtype, self.dtype):
+            r = r.cast(self.dtype)
+        return self.assign(r)
+
     def __iadd__(self, x):
-        return self.assign(self + x)
+        return self._inplace(self + x)
 
     def __isub__(self, x):
-        return self.assign(self - x)
+        return self._inplace(self - x)
 
     def __imul__(self, x):
-        return self.assign(self * x)
+        return self._inplace(self * x)
 
     def __itruediv__(self, x):
-        return self.assign(self / x)
+        return self._inplace(self / x)
 
     def __ifloordiv__(self, x):
-        return self.assign(self // x)
+        return self._inplace(self // x)
 
     def __imod__(self, x):
-        return self.assign(self % x)
+        return self._inplace(self % x)
 
     def __ipow__(self, x):
-        return self.assign(self ** x)
+        return self._inplace(self ** x)
 
     def __iand__(self, x):
-        return self.assign(self & x)
+        return self._inplace(self & x)
 
     def __ior__(self, x):
-        return self.assign(self | x)
+        return self._inplace(self | x)
 
     def __ixor__(self, x):
-        return self.assign(self ^ x)
+        return self._inplace(self ^ x)
 
     def assign(self, x: Tensor | Scalar) -> Tensor:
         """Store `x` into this tensor's buffer in place; views of it see the new data.
@@ -1784,6 +1790,16 @@ class Tensor:
 
 # ---------------------------------------------------------------------------------------------
 # helpers
+
+
+def _kind_rank(d: DType) -> int:
+    return 0 if d is dtypes.bool else 3 if d.is_float else 1 if d.is_unsigned else 2
+
+
+def _same_kind(src: DType, dst: DType) -> bool:
+    """numpy's "same_kind" casting between tolk dtypes: within a kind, or up the order bool,
+    unsigned, signed, float."""
+    return _kind_rank(src) <= _kind_rank(dst)
 
 
 def _signed_against_uint64(a: DType, b: DType) -> bool:

@@ -10,7 +10,10 @@ new variable values are passed, and the compiled kernels run in order with no sc
 
 Arguments may be Tensors, sharded tensors (their shards are the inputs) and bound Variables
 in any mix (positional or keyword, also inside lists, tuples and dicts); any other value is a
-constant baked into the capture. A replay's arguments must have the captured call's shape:
+constant baked into the capture, and so is every number the function reads as a global or
+closure variable (a replay where one changed is a JitError: pass it as an argument, a 0-d
+Tensor to vary it; one read as an attribute of an object is not seen). A replay's arguments
+must have the captured call's shape:
 the same containers (dict keys, lengths), tensors and variables in the same places, and equal
 constants (``==``; numpy arrays by value), else a JitError (a call the function's signature
 refuses is the TypeError calling it would raise). Replay returns fresh output tensors each
@@ -43,6 +46,7 @@ the same thread) runs as plain code: its schedules join the outer capture. With
 from __future__ import annotations
 
 import copy
+import dis
 import functools
 import inspect
 import math
@@ -270,6 +274,8 @@ class CapturedJit:
         self.seen_assigns = 0  # `callify.assign_count` when pending assigns were last run
         self.in_kinds: list = []  # per argument tensor: None, or a sharded one's layout
         self.in_skeleton: list = []  # the captured call's arguments (`_flatten`)
+        self.scalar_names: list[str] = []  # the globals the function's code loads
+        self.in_scalars: list = []  # the numbers among those and its closure variables
         self.baked_vals: dict[str, int] = {}  # variables the arguments do not bind
         self._lock = threading.RLock()  # a nested call of this function runs as plain code
         self.initial: dict[UOp, np.ndarray] = {}  # host data made inside, then written
@@ -381,6 +387,8 @@ class CapturedJit:
 
         in_bufs = [_input_buffer(t) for t in tensors]
         _realize_closure_lazies(self.fn)
+        self.scalar_names = _global_names(self.fn)
+        self.in_scalars = _scalar_reads(self.fn, self.scalar_names)
         _run_pending()  # what was assigned before the call is not the function's to replay
         first_new = fresh_buffer_slot()  # buffers past it are made during the capture
         self.seen_assigns = assign_count[0]
@@ -494,6 +502,14 @@ class CapturedJit:
         if vsigs != self.var_names:
             raise JitError(f"jitted function called with variables (name, min, max, offset) "
                            f"{vsigs}, captured with {self.var_names}")
+        scalars = _scalar_reads(self.fn, self.scalar_names)
+        if scalars != self.in_scalars:
+            was = dict(self.in_scalars)
+            name, now = next((n, v) for n, v in scalars + [(n, None) for n in was]
+                             if was.get(n) != v)
+            raise JitError(f"the jitted function reads {name!r}, now {_shown(now)}, captured as "
+                           f"{_shown(was.get(name))}: the capture baked it in; pass it as an "
+                           f"argument (a 0-d Tensor varies without a new capture), or reset()")
         in_bufs = [_input_buffer(t) for t in tensors]
         self._check_aliases(_aliases(in_bufs))
         for i, b in enumerate(in_bufs):
@@ -569,6 +585,51 @@ class CapturedJit:
                     (i in self.written_in or is_ in self.written_in):
                 raise JitError(f"jitted function called with inputs {is_} and {i} the same "
                                f"tensor, which it writes: it was captured with different ones")
+
+
+_NUMBERS = (bool, int, float, np.number)
+
+
+def _global_names(fn: Callable) -> list[str]:
+    """The names `fn`'s code (and code nested in it, and the functions it wraps) loads as
+    globals: found in its instructions (attribute names are no globals)."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    f: Any = fn
+    while f is not None and id(f) not in seen:
+        seen.add(id(f))
+        code = getattr(f, "__code__", None)
+        codes = [code] if code is not None else []
+        while codes:
+            c = codes.pop()
+            names.update(i.argval for i in dis.get_instructions(c)
+                         if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
+            codes += [k for k in c.co_consts if isinstance(k, type(c))]
+        f = getattr(f, "__wrapped__", None)
+    return sorted(names)
+
+
+def _scalar_reads(fn: Callable, names: list[str]) -> list[tuple[str, Any]]:
+    """The numbers `fn` reads as globals (`names`) or closure variables, as (name, value)
+    pairs a capture bakes in (compared as `_Constant`s)."""
+    out: list[tuple[str, Any]] = []
+    f: Any = fn
+    seen: set[int] = set()
+    while f is not None and id(f) not in seen:
+        seen.add(id(f))
+        scope = getattr(f, "__globals__", {})
+        out += [(n, _Constant(scope[n])) for n in names
+                if n in scope and isinstance(scope[n], _NUMBERS)]
+        code, cells = getattr(f, "__code__", None), getattr(f, "__closure__", None) or ()
+        if code is not None:
+            out += [(n, _Constant(c.cell_contents)) for n, c in zip(code.co_freevars, cells)
+                    if _cell_set(c) and isinstance(c.cell_contents, _NUMBERS)]
+        f = getattr(f, "__wrapped__", None)
+    return out
+
+
+def _shown(c: Any) -> str:
+    return "no number" if c is None else repr(c.value)
 
 
 def _closure_binds(fn: Callable) -> dict[str, int]:
