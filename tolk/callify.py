@@ -425,10 +425,11 @@ def _realize_taking(asked, tensors, computed, pending, key, bufs, binds, nodes, 
         return linear, var_vals
     try:
         run_linear(linear, var_vals)
-    except Exception as e:
+    except BaseException as e:  # (an interrupt between kernels too: what ran is settled)
         if isinstance(getattr(e, "calls_done", None), int):
             _settle_failed_run(linear, e.calls_done, finals,
-                               [(t, _out_view(t, b), b) for t, b in zip(computed, out_bufs)])
+                               [(t, _out_view(t, b), b) for t, b in zip(computed, out_bufs)],
+                               interrupted=not getattr(e, "call_failed", False))
         raise
     _after_run([(t, _out_view(t, b)) for t, b in zip(computed, out_bufs)], finals)
     return None
@@ -483,7 +484,8 @@ def _rebase(sub: _Substitution) -> None:
 
 
 def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
-                       outputs: list[tuple[Tensor, UOp, UOp]] = ()) -> None:
+                       outputs: list[tuple[Tensor, UOp, UOp]] = (),
+                       interrupted: bool = False) -> None:
     """After a run whose call `done` raised (the calls before it ran), each written buffer's
     pending assigns: those a call which ran wrote are settled (their tensors read the buffer,
     the new value); the one the failing call wrote is dropped, as an eager op that raises (the
@@ -494,14 +496,17 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
     is settled whole and one the failing call wrote first loses its oldest assign. Never run
     twice, never left failing for good (each failure settles or drops an assign). A computed
     tensor (`outputs`: tensor, view of its buffer, buffer) whose writing calls all ran reads
-    its buffer (it read states the run went on to overwrite); the others stay lazy."""
+    its buffer (it read states the run went on to overwrite); the others stay lazy.
+    `interrupted`: no call failed (an interrupt came between calls `done - 1` and `done`):
+    what ran is settled, the rest stays pending."""
     writers: dict[UOp, list[int]] = {}
     for i, call in enumerate(linear.src):
         for b in call_writes(call):
             calls = writers.setdefault(b, [])
             if not calls or calls[-1] != i:
                 calls.append(i)
-    doomed = _doomed_calls(linear, done, finals)
+    doomed = set() if interrupted or done >= len(linear.src) else _doomed_calls(linear, done,
+                                                                               finals)
     mapping: dict[UOp, UOp] = {}
     for b, final in finals.items():
         chain = [final]  # the buffer's pending states, newest first
@@ -583,21 +588,24 @@ def _detach_unrun(unwritten: set[UOp], lazies: list[Tensor]) -> bool:
     pending assigns did not run either, read a copy of those buffers from now on: the value
     they read, which the assigns will overwrite. Otherwise the next realize of the buffer
     takes them along again, and one whose kernel fails (``x ** e`` with a negative int in e)
-    would fail every realize of the buffer. Not for a tensor that also reads a pending state
-    of such a buffer (left as it is). Whether any tensor was detached."""
+    would fail every realize of the buffer. Only the tensor's own reads are replaced: a
+    pending state it reads (of any buffer) stays as it is, whatever that state reads (its own
+    assign reads the buffer when it runs; rewritten, it would be a second state of its
+    buffer). Whether any tensor was detached."""
     snaps: dict[UOp, UOp] = {}
     detached = False
     for t in lazies:
         if t not in _lazy:
             continue
-        nodes = t.uop.toposort()
+        nodes = t.uop.toposort(enter=lambda n: n.op is not Ops.AFTER)
         reads = {n for n in nodes if n.op is Ops.BUFFER and n in unwritten}
-        if not reads or any(n.op is Ops.AFTER and _storage(n) in reads for n in nodes):
+        if not reads:
             continue
         for b in reads:
             if b not in snaps:
                 snaps[b] = copy_buffer(b)
-        sub = {b: snaps[b] for b in reads}
+        sub: dict[UOp, UOp] = {b: snaps[b] for b in reads}
+        sub.update((n, n) for n in nodes if n.op is Ops.AFTER)  # (not entered)
         for v in [t, *(t._kids.kids if t._kids is not None else ())]:
             v.uop = v.uop.substitute(sub)
         detached = True

@@ -65,7 +65,8 @@ def run_linear(linear: UOp, var_vals: dict[str, int] | None = None) -> None:
     Buffer arguments are BUFFERs or SLICEs of arena BUFFERs (storage is allocated on first
     use); BIND arguments are skipped (kernels read variables from `var_vals`). A COPY call
     copies its second argument's bytes into its first. An error a kernel raises goes up with
-    a note naming the kernel, and `calls_done` set on it: how many calls ran before it.
+    a note naming the kernel, `calls_done` (how many calls ran before it) and `call_failed`
+    set on it; an exception between two calls (an interrupt) gets `calls_done` only.
     """
     if linear.op is not Ops.LINEAR:
         raise ScheduleError(f"run_linear needs a LINEAR, got {linear.short()}")
@@ -84,26 +85,35 @@ def _run_calls(linear: UOp, var_vals: dict[str, int], verbose: bool) -> None:
             if a.op in (Ops.MSTACK, Ops.MSELECT, Ops.PARAM):
                 raise ScheduleError(f"run_linear cannot bind {a.short()}: resolve it first")
         bound.append((call.src[0], args, [typed_view(a) for a in args]))
-    for i, (ast, args, bufs) in enumerate(bound):
-        start = time.perf_counter() if verbose else 0.0
-        try:
-            if ast.op is Ops.COPY:
-                dst, src = bufs
-                np.copyto(dst, src.view(dst.dtype))
-            else:
-                get_kernel(ast, _device_of(args[0])).run(bufs, var_vals)
-        except Exception as e:
-            name = getattr(ast.arg, "name", ast.op.name)
-            e.add_note(f"raised by kernel {name!r}, call {i + 1} of {len(bound)} in its schedule "
-                       "(the calls before it ran)")
+    done = 0  # calls that ran: set on any exception that leaves here, an interrupt between
+    try:  # two calls too (what ran is then settled, not run again)
+        for i, (ast, args, bufs) in enumerate(bound):
+            start = time.perf_counter() if verbose else 0.0
             try:
-                e.calls_done = i
-            except AttributeError:  # an exception type without attributes: the note only
-                pass
-            raise
-        kernel_runs[0] += 1  # a statistic: an occasional lost count under threads is harmless
-        if verbose:
-            name = getattr(ast.arg, "name", ast.op.name)
-            nbytes = sum(a.arg[1] if a.op is Ops.SLICE else a.nbytes for a in args)
-            print(f"  {name:<24s} args={len(args)} bytes={nbytes:>10d} "
-                  f"{(time.perf_counter() - start) * 1e6:9.1f} us")
+                if ast.op is Ops.COPY:
+                    dst, src = bufs
+                    np.copyto(dst, src.view(dst.dtype))
+                else:
+                    get_kernel(ast, _device_of(args[0])).run(bufs, var_vals)
+            except BaseException as e:
+                name = getattr(ast.arg, "name", ast.op.name)
+                e.add_note(f"raised by kernel {name!r}, call {i + 1} of {len(bound)} in its "
+                           "schedule (the calls before it ran)")
+                try:
+                    e.call_failed = True  # (else it came between two calls: none failed)
+                except AttributeError:
+                    pass
+                raise
+            done = i + 1
+            kernel_runs[0] += 1  # a statistic: an occasional lost count under threads is fine
+            if verbose:
+                name = getattr(ast.arg, "name", ast.op.name)
+                nbytes = sum(a.arg[1] if a.op is Ops.SLICE else a.nbytes for a in args)
+                print(f"  {name:<24s} args={len(args)} bytes={nbytes:>10d} "
+                      f"{(time.perf_counter() - start) * 1e6:9.1f} us")
+    except BaseException as e:
+        try:
+            e.calls_done = done
+        except AttributeError:  # an exception type without attributes: not settled
+            pass
+        raise

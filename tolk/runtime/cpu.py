@@ -279,6 +279,10 @@ class _Codegen:
         elif op is Ops.BIND:
             self.emit(n, f"{self.const(cdt.type)}(vv[{n.src[0].arg[0]!r}])")
         elif op in _UNARY or op in _BINARY:
+            if op is Ops.POW and not n.dtype.is_float and not n.dtype.is_unsigned \
+                    and n.dtype is not dtypes.bool:  # numpy's error, raised before any store
+                self.lines.append(f"    if np.any(np.less({s[1]}, 0)): raise ValueError("
+                                  "'Integers to negative integer powers are not allowed.')")
             call = f"{_UNARY[op]}({s[0]}" if op in _UNARY else f"{_BINARY[op]}({s[0]}, {s[1]}"
             if n.dtype is not dtypes.bfloat16:  # a ufunc call a store may write through
                 self.ufuncs[n] = (len(self.lines), call)
