@@ -737,3 +737,31 @@ def test_replay_refuses_a_changed_number_the_function_reads_as_a_global_or_closu
     scale = 3.0  # noqa: F841 - read through the closure
     with pytest.raises(JitError, match="reads 'scale'"):
         f(Tensor([1.0]))
+
+
+_jit_calls = 0
+
+
+def test_numbers_the_function_writes_itself_are_no_baked_constants():
+    x = Tensor([1.0])
+
+    @tolk.jit
+    def counted(x):
+        global _jit_calls
+        _jit_calls += 1  # a counter the function keeps: it changes, and that is no error
+        return x * 2
+
+    def make():
+        n = 0
+
+        @tolk.jit
+        def f(x):
+            nonlocal n
+            n += 1
+            return x * 3
+        return f
+
+    f = make()
+    for _ in range(4):
+        np.testing.assert_array_equal(counted(x).numpy(), [2])
+        np.testing.assert_array_equal(f(x).numpy(), [3])

@@ -494,8 +494,8 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
     that). Assigns are matched to the calls that write their buffer in order when there are
     as many calls as assigns (each its own kernel); otherwise a buffer a call which ran wrote
     is settled whole and one the failing call wrote first loses its oldest assign. Never run
-    twice, never left failing for good (each failure settles or drops an assign; a later
-    assign of a buffer that reads what the failing call computes is dropped too). A computed
+    twice, never left failing for good (each failure settles or drops an assign; not so when
+    only a later assign of the buffer reads what the failing call computes). A computed
     tensor (`outputs`: tensor, view of its buffer, buffer) whose writing calls all ran reads
     its buffer (it read states the run went on to overwrite); the others stay lazy.
     `interrupted`: no call failed (an interrupt came between calls `done - 1` and `done`):
@@ -509,7 +509,6 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
     doomed = set() if interrupted or done >= len(linear.src) else _doomed_calls(linear, done,
                                                                                finals)
     mapping: dict[UOp, UOp] = {}
-    later: list[tuple[UOp, UOp]] = []  # doomed states past the next one: (state, the one before)
     for b, final in finals.items():
         chain = [final]  # the buffer's pending states, oldest first
         while chain[-1].src[0].op is Ops.AFTER:
@@ -519,10 +518,6 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
         if len(calls) == len(chain):
             ran = sum(1 for c in calls if c < done)
             failed = ran < len(calls) and calls[ran] in doomed
-            if not failed:  # a later writer doomed (it reads the failing call's temporary)
-                j = next((j for j in range(ran + 1, len(calls)) if calls[j] in doomed), None)
-                if j is not None:
-                    later.append((chain[j], chain[j - 1]))
         elif calls and calls[0] < done:
             ran, failed = len(chain), False
         else:
@@ -531,10 +526,6 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
             mapping[chain[ran - 1]] = b
         if failed:
             mapping[chain[ran]] = b if ran else chain[0].src[0]
-    if later:  # dropped too: what follows it reads the state before it (itself settled or not)
-        before = _Substitution(dict(mapping))
-        for state, prev in later:
-            mapping[state] = before(prev)
     def written(b: UOp) -> bool:  # every call writing `b` ran
         return bool(writers.get(b)) and writers[b][-1] < done
 

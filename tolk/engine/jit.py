@@ -274,7 +274,7 @@ class CapturedJit:
         self.seen_assigns = 0  # `callify.assign_count` when pending assigns were last run
         self.in_kinds: list = []  # per argument tensor: None, or a sharded one's layout
         self.in_skeleton: list = []  # the captured call's arguments (`_flatten`)
-        self.scalar_names: list[str] = []  # the globals the function's code loads
+        self.scalar_names: tuple = ([], set())  # the globals it loads, closure cells it writes
         self.in_scalars: list = []  # the numbers among those and its closure variables
         self.baked_vals: dict[str, int] = {}  # variables the arguments do not bind
         self._lock = threading.RLock()  # a nested call of this function runs as plain code
@@ -503,10 +503,11 @@ class CapturedJit:
             raise JitError(f"jitted function called with variables (name, min, max, offset) "
                            f"{vsigs}, captured with {self.var_names}")
         scalars = _scalar_reads(self.fn, self.scalar_names)
-        if scalars != self.in_scalars:
+        if not _same_scalars(scalars, self.in_scalars):
             was = dict(self.in_scalars)
             name, now = next((n, v) for n, v in scalars + [(n, None) for n in was]
-                             if was.get(n) != v)
+                             if n not in was or v is None
+                             or (v is not was[n] and _Constant(v) != _Constant(was[n])))
             raise JitError(f"the jitted function reads {name!r}, now {_shown(now)}, captured as "
                            f"{_shown(was.get(name))}: the capture baked it in; pass it as an "
                            f"argument (a 0-d Tensor varies without a new capture), or reset()")
@@ -590,10 +591,13 @@ class CapturedJit:
 _NUMBERS = (bool, int, float, np.number)
 
 
-def _global_names(fn: Callable) -> list[str]:
+def _global_names(fn: Callable) -> tuple[list[str], set[str]]:
     """The names `fn`'s code (and code nested in it, and the functions it wraps) loads as
-    globals: found in its instructions (attribute names are no globals)."""
+    globals, found in its instructions (attribute names are no globals), but those it writes
+    itself (a call counter); and the closure variables it writes."""
     names: set[str] = set()
+    written: set[str] = set()
+    cells: set[str] = set()
     seen: set[int] = set()
     f: Any = fn
     while f is not None and id(f) not in seen:
@@ -602,34 +606,49 @@ def _global_names(fn: Callable) -> list[str]:
         codes = [code] if code is not None else []
         while codes:
             c = codes.pop()
-            names.update(i.argval for i in dis.get_instructions(c)
-                         if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
+            for i in dis.get_instructions(c):
+                if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                    names.add(i.argval)
+                elif i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL", "STORE_NAME"):
+                    written.add(i.argval)
+                elif i.opname in ("STORE_DEREF", "DELETE_DEREF"):
+                    cells.add(i.argval)
             codes += [k for k in c.co_consts if isinstance(k, type(c))]
         f = getattr(f, "__wrapped__", None)
-    return sorted(names)
+    return sorted(names - written), cells
 
 
-def _scalar_reads(fn: Callable, names: list[str]) -> list[tuple[str, Any]]:
-    """The numbers `fn` reads as globals (`names`) or closure variables, as (name, value)
-    pairs a capture bakes in (compared as `_Constant`s)."""
+def _scalar_reads(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple[str, Any]]:
+    """The numbers `fn` reads as globals or closure variables (`_global_names`: not those it
+    writes), as (name, value) pairs: what a capture bakes in."""
     out: list[tuple[str, Any]] = []
     f: Any = fn
     seen: set[int] = set()
+    loads, written = names
     while f is not None and id(f) not in seen:
         seen.add(id(f))
         scope = getattr(f, "__globals__", {})
-        out += [(n, _Constant(scope[n])) for n in names
-                if n in scope and isinstance(scope[n], _NUMBERS)]
+        out += [(n, scope[n]) for n in loads if isinstance(scope.get(n), _NUMBERS)]
         code, cells = getattr(f, "__code__", None), getattr(f, "__closure__", None) or ()
         if code is not None:
-            out += [(n, _Constant(c.cell_contents)) for n, c in zip(code.co_freevars, cells)
-                    if _cell_set(c) and isinstance(c.cell_contents, _NUMBERS)]
+            out += [(n, c.cell_contents) for n, c in zip(code.co_freevars, cells)
+                    if n not in written and _cell_set(c) and isinstance(c.cell_contents,
+                                                                        _NUMBERS)]
         f = getattr(f, "__wrapped__", None)
     return out
 
 
-def _shown(c: Any) -> str:
-    return "no number" if c is None else repr(c.value)
+def _same_scalars(now: list[tuple[str, Any]], was: list[tuple[str, Any]]) -> bool:
+    if len(now) != len(was):
+        return False
+    for (n, a), (m, b) in zip(now, was):
+        if n != m or (a is not b and _Constant(a) != _Constant(b)):
+            return False
+    return True
+
+
+def _shown(v: Any) -> str:
+    return "no number" if v is None else repr(v)
 
 
 def _closure_binds(fn: Callable) -> dict[str, int]:

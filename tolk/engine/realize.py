@@ -99,10 +99,11 @@ def _run_calls(linear: UOp, var_vals: dict[str, int], verbose: bool) -> None:
                 name = getattr(ast.arg, "name", ast.op.name)
                 e.add_note(f"raised by kernel {name!r}, call {i + 1} of {len(bound)} in its "
                            "schedule (the calls before it ran)")
-                try:
-                    e.call_failed = True  # (else it came between two calls: none failed)
-                except AttributeError:
-                    pass
+                if isinstance(e, Exception):  # the kernel failed (an interrupt inside it, or
+                    try:  # between two calls, fails none: that call stays pending)
+                        e.call_failed = True
+                    except AttributeError:
+                        pass
                 raise
             done = i + 1
             kernel_runs[0] += 1  # a statistic: an occasional lost count under threads is fine

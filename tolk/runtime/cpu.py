@@ -281,8 +281,13 @@ class _Codegen:
         elif op in _UNARY or op in _BINARY:
             if op is Ops.POW and not n.dtype.is_float and not n.dtype.is_unsigned \
                     and n.dtype is not dtypes.bool:  # numpy's error, raised before any store
-                self.lines.append(f"    if np.any(np.less({s[1]}, 0)): raise ValueError("
-                                  "'Integers to negative integer powers are not allowed.')")
+                e = n.src[1]
+                if e not in self.constval:  # (a constant exponent was checked when built)
+                    self.lines.append(f"    if any_negative({s[1]}): raise ValueError("
+                                      "'Integers to negative integer powers are not allowed.')")
+                elif any_negative(self.constval[e]):
+                    self.lines.append("    raise ValueError('Integers to negative integer "
+                                      "powers are not allowed.')")
             call = f"{_UNARY[op]}({s[0]}" if op in _UNARY else f"{_BINARY[op]}({s[0]}, {s[1]}"
             if n.dtype is not dtypes.bfloat16:  # a ufunc call a store may write through
                 self.ufuncs[n] = (len(self.lines), call)
@@ -658,6 +663,15 @@ def contract(spec: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.transpose(r.reshape([size[c] for c in mid]), po)
 
 
+def any_negative(x) -> bool:
+    """Whether `x` holds a negative value, reading each stored element once (a broadcast
+    view's repeats are not scanned)."""
+    a = np.asarray(x)
+    if a.ndim and 0 in a.strides:
+        a = a[tuple(slice(0, 1) if st == 0 else slice(None) for st in a.strides)]
+    return bool(np.any(np.less(a, 0)))
+
+
 def ufunc_into(fn, out: np.ndarray, *args) -> None:
     """``fn(*args)`` written into `out`; where the operands' arrays are shaped otherwise than
     `out` (a 0-d target over arrays of one element), computed and copied as a store is."""
@@ -724,7 +738,7 @@ def bf16_round(x) -> np.ndarray:
 
 
 _GLOBALS = {"contract": contract, "exact_where_not_finite": exact_where_not_finite,
-            "ufunc_into": ufunc_into,
+            "ufunc_into": ufunc_into, "any_negative": any_negative,
             "ordered_reduce": ordered_reduce,
             "np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
             "bf16_round": bf16_round,
