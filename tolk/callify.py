@@ -494,8 +494,9 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
     that). Assigns are matched to the calls that write their buffer in order when there are
     as many calls as assigns (each its own kernel); otherwise a buffer a call which ran wrote
     is settled whole and one the failing call wrote first loses its oldest assign. Never run
-    twice, never left failing for good (each failure settles or drops an assign; not so when
-    only a later assign of the buffer reads what the failing call computes). A computed
+    twice, never left failing for good (each failure settles or drops an assign; when nothing
+    ran, a later assign of a buffer that reads what the failing call computes is dropped too;
+    when something ran, such a buffer stays failing). A computed
     tensor (`outputs`: tensor, view of its buffer, buffer) whose writing calls all ran reads
     its buffer (it read states the run went on to overwrite); the others stay lazy.
     `interrupted`: no call failed (an interrupt came between calls `done - 1` and `done`):
@@ -509,6 +510,7 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
     doomed = set() if interrupted or done >= len(linear.src) else _doomed_calls(linear, done,
                                                                                finals)
     mapping: dict[UOp, UOp] = {}
+    later: list[tuple[UOp, UOp]] = []  # doomed states past the next one: (state, the one before)
     for b, final in finals.items():
         chain = [final]  # the buffer's pending states, oldest first
         while chain[-1].src[0].op is Ops.AFTER:
@@ -518,6 +520,10 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
         if len(calls) == len(chain):
             ran = sum(1 for c in calls if c < done)
             failed = ran < len(calls) and calls[ran] in doomed
+            if not failed and done == 0:  # a later writer doomed (it reads the failing call's
+                j = next((j for j in range(ran + 1, len(calls)) if calls[j] in doomed), None)
+                if j is not None:  # temporary), when nothing ran: dropped too
+                    later.append((chain[j], chain[j - 1]))
         elif calls and calls[0] < done:
             ran, failed = len(chain), False
         else:
@@ -526,6 +532,13 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
             mapping[chain[ran - 1]] = b
         if failed:
             mapping[chain[ran]] = b if ran else chain[0].src[0]
+    if later:  # each dropped state reads as the one before it, that one with the drops made in
+        for _ in range(len(later) + 1):  # it too (a state of another buffer it reads): to a
+            sub = _Substitution(dict(mapping))  # fixed point (values are older states)
+            new = {state: sub(prev) for state, prev in later}
+            if all(mapping.get(s) is v for s, v in new.items()):
+                break
+            mapping.update(new)
     def written(b: UOp) -> bool:  # every call writing `b` ran
         return bool(writers.get(b)) and writers[b][-1] < done
 
