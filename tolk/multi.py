@@ -19,7 +19,7 @@ import numpy as np
 
 from tolk.errors import DeviceError, ShapeError
 from tolk.runtime.device import canonical_device
-from tolk.tensor import DEFER_TO, Tensor, _half_in_float32, _norm_axis
+from tolk.tensor import DEFER_TO, Tensor, _clip_by, _half_in_float32, _norm_axis
 
 
 class MultiTensor:
@@ -228,12 +228,7 @@ class MultiTensor:
         this one is)."""
         if not any(isinstance(b, (Tensor, MultiTensor)) for b in (min_, max_)):
             return self._map(lambda s: s.clip(min_, max_))  # scalars: as Tensor.clip takes them
-        x = self
-        if min_ is not None:
-            x = x.maximum(min_)
-        if max_ is not None:
-            x = x.minimum(max_)
-        return x
+        return _clip_by(self, min_, max_)
 
     clamp = clip
 

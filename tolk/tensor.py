@@ -887,12 +887,7 @@ class Tensor:
                 min_ = int(info.min)
             if type(max_) is int and max_ > info.max:
                 max_ = int(info.max)
-        x = self
-        if min_ is not None:
-            x = x.maximum(min_)
-        if max_ is not None:
-            x = x.minimum(max_)
-        return x
+        return _clip_by(self, min_, max_)
 
     clamp = clip
 
@@ -1790,6 +1785,15 @@ class Tensor:
 
 # ---------------------------------------------------------------------------------------------
 # helpers
+
+
+def _clip_by(x, min_, max_):
+    """``x.maximum(min_).minimum(max_)``, a None bound left out (a Tensor or sharded `x`)."""
+    if min_ is not None:
+        x = x.maximum(min_)
+    if max_ is not None:
+        x = x.minimum(max_)
+    return x
 
 
 def _kind_rank(d: DType) -> int:
