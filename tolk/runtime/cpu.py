@@ -230,7 +230,7 @@ class _Codegen:
         # dtype) is copied in, which keeps -0.0 as np.concatenate does; any other sum of pads
         # adds into zeros (+0.0 plus -0.0 is +0.0, as numpy's pad then add gives it)
         op = "=" if concat and _disjoint(pads) else "+="
-        for leaf in pads:  # single-use PADs: their sources go into their regions
+        for leaf in pads:  # their sources go into their regions (a cat's: every pad's)
             src_shape = shape_of(leaf.src[0])
             idx = ", ".join(f"{b}:{b} + {_dim_code(d)}" for (b, _), d in zip(leaf.arg, src_shape))
             self.lines.append(f"    {name}[{idx},] {op} {self.names[leaf.src[0]]}")
