@@ -2916,3 +2916,17 @@ def test_inplace_operators_cast_back_as_numpys_same_kind_rule():
         with pytest.raises(TypeError, match="into a tensor of dtype uint8"):
             bad(u)
         assert u.numpy().tolist() == [1, 2]
+
+
+def test_gather_written_into_its_output_and_into_the_buffer_it_reads():
+    w = np.random.default_rng(1).random((64, 8)).astype(np.float32)
+    idx = np.array([-5, 0, 63, 70, 3, 3], np.int32)
+    np.testing.assert_array_equal(Tensor(w).gather(Tensor(idx)).numpy(), w[np.clip(idx, 0, 63)])
+    x = Tensor(np.arange(12, dtype=np.float32).reshape(4, 3)).realize()
+    x.assign(x.gather(Tensor(np.array([3, 2, 1, 0], np.int32))))  # rows of itself, reversed
+    np.testing.assert_array_equal(x.numpy(), np.arange(12).reshape(4, 3)[::-1])
+    e = np.arange(6, dtype=np.float32).reshape(3, 2)
+    i2 = np.array([[0, 2], [1, 1]], np.int32)
+    np.testing.assert_array_equal(Tensor(e).gather(Tensor(i2)).numpy(), e[i2])
+    np.testing.assert_array_equal(Tensor(e, dtype="bfloat16").gather(Tensor([2, 0])).numpy(),
+                                  e[[2, 0]])

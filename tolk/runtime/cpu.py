@@ -115,6 +115,7 @@ class _Codegen:
                 self.users[s] = self.users.get(s, 0) + 1
         self.skip: set[UOp] = set()
         self.ufuncs: dict[UOp, tuple[int, str]] = {}  # ALU node -> (its line, its open call)
+        self.takes: dict[UOp, tuple[int, str]] = {}  # GATHER node -> (its line, its operands)
         self.store_targets: set[UOp] = set()
         self.constval: dict[UOp, np.ndarray] = {}  # values known at compile time
         self.index_targets: set[UOp] = set()  # store targets that are no numpy view (a PAD)
@@ -306,6 +307,7 @@ class _Codegen:
             idx = s[1]
             if n.src[1].dtype is dtypes.uint64:  # clipped before numpy reads it as int64 (wraps)
                 idx = f"np.minimum({idx}, np.uint64(max(np.shape({s[0]})[0] - 1, 0)))"
+            self.takes[n] = (len(self.lines), f"{s[0]}, {idx}")
             self.emit(n, f"np.take({s[0]}, {idx}, axis=0, mode='clip')")
         elif op in GroupOp.Movement:
             self.emit(n, self.movement(n, s[0]))
@@ -327,6 +329,11 @@ class _Codegen:
                 fn, args = call.split("(", 1)
                 self.lines[at] = "    pass"
                 self.lines.append(f"    ufunc_into({fn}, {s[0]}, {args})")
+            elif v in self.takes and self.users.get(v, 0) == 1 and v.dtype is tgt.dtype \
+                    and v.dtype is not dtypes.bfloat16:  # the rows taken into the buffer itself
+                at, args = self.takes[v]
+                self.lines[at] = "    pass"
+                self.lines.append(f"    take_into({s[0]}, {args})")
             else:
                 self.lines.append(f"    np.copyto({s[0]}, {val}, casting='unsafe')")
         elif op in (Ops.SINK, Ops.NOOP):
@@ -672,6 +679,18 @@ def any_negative(x) -> bool:
     return bool(np.any(np.less(a, 0)))
 
 
+def take_into(out: np.ndarray, src: np.ndarray, idx) -> None:
+    """``np.take(src, idx, axis=0, mode='clip')`` written into `out`: directly where the
+    shapes and dtypes agree and `out` shares no memory with the operands, else through a
+    temporary (what a store of it would copy)."""
+    idx = np.asarray(idx)
+    if out.dtype == src.dtype and out.shape == idx.shape + src.shape[1:] \
+            and not np.may_share_memory(out, src) and not np.may_share_memory(out, idx):
+        np.take(src, idx, axis=0, mode="clip", out=out)
+    else:
+        np.copyto(out, np.take(src, idx, axis=0, mode="clip"), casting="unsafe")
+
+
 def ufunc_into(fn, out: np.ndarray, *args) -> None:
     """``fn(*args)`` written into `out`; where the operands' arrays are shaped otherwise than
     `out` (a 0-d target over arrays of one element), computed and copied as a store is."""
@@ -738,7 +757,7 @@ def bf16_round(x) -> np.ndarray:
 
 
 _GLOBALS = {"contract": contract, "exact_where_not_finite": exact_where_not_finite,
-            "ufunc_into": ufunc_into, "any_negative": any_negative,
+            "ufunc_into": ufunc_into, "any_negative": any_negative, "take_into": take_into,
             "ordered_reduce": ordered_reduce,
             "np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
             "bf16_round": bf16_round,
