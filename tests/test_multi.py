@@ -249,3 +249,27 @@ def test_sharded_operands_broadcast_along_unsharded_axes():
                                rtol=1e-6)
     with pytest.raises(ShapeError):
         z + Tensor(a[:, :3]).shard(devs, 0)
+
+
+def test_sharded_softmax_layernorm_var_std_permute_and_linear_as_plain():
+    devs = ("CPU:1", "CPU:2")
+    rng = np.random.default_rng(3)
+    a = rng.random((4, 6)).astype(np.float32)
+    for ax in (0, 1):
+        m = Tensor(a).shard(devs, ax)
+        for name in ("softmax", "log_softmax", "layernorm"):
+            for axis in (0, 1, -1):
+                np.testing.assert_allclose(getattr(m, name)(axis).numpy(),
+                                           getattr(Tensor(a), name)(axis).numpy(), atol=1e-6)
+        for axis in (None, 0, 1):
+            for keepdim in (False, True):
+                np.testing.assert_allclose(m.var(axis, keepdim).numpy(),
+                                           a.var(axis, ddof=1, keepdims=keepdim), rtol=1e-5)
+                np.testing.assert_allclose(m.std(axis, keepdim, 0).numpy(),
+                                           a.std(axis, keepdims=keepdim), rtol=1e-5)
+        for t in (m.T, m.permute(1, 0), m.transpose()):
+            np.testing.assert_array_equal(t.numpy(), a.T)
+        assert len(m) == 4
+    w, b = rng.random((6, 3)).astype(np.float32), rng.random(3).astype(np.float32)
+    np.testing.assert_allclose(Tensor(a).shard(devs, 0).linear(Tensor(w), Tensor(b)).numpy(),
+                               a @ w + b, rtol=1e-5)

@@ -8,7 +8,10 @@ axis reduces each shard on its device, then copies the partial results to the fi
 and combines them there; argmax and argmin along the sharded axis (or over all) gather to the
 first device. ``x @ w`` with x sharded on a non-contracted axis copies w to every device.
 ``to(device)`` and ``numpy()`` gather (into a new tensor); ``bool(m)`` gathers a one-element
-tensor. In-place operators (``w -= lr * g``) write each shard in place, as Tensor's do.
+tensor. softmax, log_softmax, layernorm, var and std along other axes run shard by shard,
+along the sharded one on the gathered tensor; permute, transpose and T move the sharded axis
+with the others; `linear` is ``x @ weight + bias``. In-place operators (``w -= lr * g``)
+write each shard in place, as Tensor's do.
 """
 
 from __future__ import annotations
@@ -274,6 +277,63 @@ class MultiTensor:
 
     def __neg__(self):
         return self._map(lambda a: -a)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    # -- along one axis: shard by shard where it is not the sharded one, else gathered --------
+
+    def _along(self, name: str, axis, *args):
+        """``Tensor.name(axis, *args)`` of this tensor: shard by shard when `axis` is another
+        axis than the sharded one (the layout stays), else of the tensor gathered on the first
+        device (a plain Tensor, as a reduction over the sharded axis gives)."""
+        if self.ndim and _norm_axis(axis, self.ndim) != self.axis:
+            return self._map(lambda s: getattr(s, name)(axis, *args))
+        return getattr(self.to(self.devices[0]), name)(axis, *args)
+
+    def softmax(self, axis: int = -1):
+        return self._along("softmax", axis)
+
+    def log_softmax(self, axis: int = -1):
+        return self._along("log_softmax", axis)
+
+    def layernorm(self, axis: int = -1, eps: float = 1e-5):
+        return self._along("layernorm", axis, eps)
+
+    def var(self, axis=None, keepdim: bool = False, correction: int = 1):
+        """As `Tensor.var`: over axes that keep the sharded one, shard by shard; else gathered."""
+        axes = self._axes(axis)
+        if self.axis not in axes:
+            new_axis = self.axis if keepdim else self.axis - sum(1 for a in axes if a < self.axis)
+            return MultiTensor([s.var(axes, keepdim, correction) for s in self.shards], new_axis)
+        return self.to(self.devices[0]).var(axis, keepdim, correction)
+
+    def std(self, axis=None, keepdim: bool = False, correction: int = 1):
+        out = self.var(axis, keepdim, correction)
+        return out._map(lambda s: s.sqrt()) if isinstance(out, MultiTensor) else out.sqrt()
+
+    def permute(self, *order) -> MultiTensor:
+        """The axes reordered, shard by shard (the sharded axis moves with them)."""
+        if len(order) == 1 and isinstance(order[0], (tuple, list)):
+            order = tuple(order[0])
+        shards = [s.permute(order) for s in self.shards]  # (checks the order)
+        norm = [_norm_axis(a, self.ndim) for a in order]
+        return MultiTensor(shards, norm.index(self.axis))
+
+    def transpose(self, dim0: int = 1, dim1: int = 0) -> MultiTensor:
+        order = list(range(self.ndim))
+        a, b = _norm_axis(dim0, self.ndim), _norm_axis(dim1, self.ndim)
+        order[a], order[b] = order[b], order[a]
+        return self.permute(order)
+
+    @property
+    def T(self) -> MultiTensor:
+        return self.permute(tuple(reversed(range(self.ndim))))
+
+    def linear(self, weight: Tensor, bias: Tensor | None = None):
+        """``x @ weight + bias`` with the weight (and bias) copied to every device."""
+        x = self * weight if weight.ndim == 1 else self @ weight
+        return x + bias if bias is not None else x
 
     def __getattr__(self, name: str):
         if name in {"exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "abs", "cast",
