@@ -273,3 +273,17 @@ def test_sharded_softmax_layernorm_var_std_permute_and_linear_as_plain():
     w, b = rng.random((6, 3)).astype(np.float32), rng.random(3).astype(np.float32)
     np.testing.assert_allclose(Tensor(a).shard(devs, 0).linear(Tensor(w), Tensor(b)).numpy(),
                                a @ w + b, rtol=1e-5)
+
+
+def test_sharded_std_rounds_once_layernorm_takes_axis_tuples_and_linear_checks_its_weight():
+    devs = ("CPU:1", "CPU:2")
+    a = np.array([0.2820369, -2.2304978, -2.7651761, -1.3731775, 0.6605853])
+    for dt, x in (("float16", a), ("bfloat16", a), ("int32", np.array([0, 2, 3, -1, 5]))):
+        assert Tensor(x, dtype=dt).shard(devs, 0).std().numpy() == Tensor(x, dtype=dt).std().numpy()
+    b = np.random.default_rng(0).random((4, 6)).astype(np.float32)
+    m = Tensor(b).shard(devs, 0)
+    for axis in ((0, 1), (1,)):
+        np.testing.assert_allclose(m.layernorm(axis).numpy(), Tensor(b).layernorm(axis).numpy(),
+                                   atol=1e-6)
+    with pytest.raises(TypeError, match="linear takes Tensors, got ndarray"):
+        m.linear(np.ones((6, 3)))

@@ -284,10 +284,12 @@ class MultiTensor:
     # -- along one axis: shard by shard where it is not the sharded one, else gathered --------
 
     def _along(self, name: str, axis, *args):
-        """``Tensor.name(axis, *args)`` of this tensor: shard by shard when `axis` is another
-        axis than the sharded one (the layout stays), else of the tensor gathered on the first
-        device (a plain Tensor, as a reduction over the sharded axis gives)."""
-        if self.ndim and _norm_axis(axis, self.ndim) != self.axis:
+        """``Tensor.name(axis, *args)`` of this tensor: shard by shard when `axis` (an int or
+        a tuple) leaves out the sharded one (the layout stays), else of the tensor gathered on
+        the first device (a plain Tensor, as a reduction over the sharded axis gives)."""
+        axes = self._axes(axis) if isinstance(axis, (tuple, list)) else \
+            (_norm_axis(axis, self.ndim),) if self.ndim else ()
+        if axes and self.axis not in axes:
             return self._map(lambda s: getattr(s, name)(axis, *args))
         return getattr(self.to(self.devices[0]), name)(axis, *args)
 
@@ -300,17 +302,22 @@ class MultiTensor:
     def layernorm(self, axis: int = -1, eps: float = 1e-5):
         return self._along("layernorm", axis, eps)
 
-    def var(self, axis=None, keepdim: bool = False, correction: int = 1):
-        """As `Tensor.var`: over axes that keep the sharded one, shard by shard; else gathered."""
+    def _spread(self, name: str, axis, keepdim: bool, correction):
+        """`Tensor.var` or `std`: over axes that keep the sharded one, shard by shard; else
+        of the gathered tensor (each computed as Tensor's: 16-bit floats and ints rounded
+        once)."""
         axes = self._axes(axis)
         if self.axis not in axes:
             new_axis = self.axis if keepdim else self.axis - sum(1 for a in axes if a < self.axis)
-            return MultiTensor([s.var(axes, keepdim, correction) for s in self.shards], new_axis)
-        return self.to(self.devices[0]).var(axis, keepdim, correction)
+            return MultiTensor([getattr(s, name)(axes, keepdim, correction)
+                                for s in self.shards], new_axis)
+        return getattr(self.to(self.devices[0]), name)(axis, keepdim, correction)
+
+    def var(self, axis=None, keepdim: bool = False, correction: int = 1):
+        return self._spread("var", axis, keepdim, correction)
 
     def std(self, axis=None, keepdim: bool = False, correction: int = 1):
-        out = self.var(axis, keepdim, correction)
-        return out._map(lambda s: s.sqrt()) if isinstance(out, MultiTensor) else out.sqrt()
+        return self._spread("std", axis, keepdim, correction)
 
     def permute(self, *order) -> MultiTensor:
         """The axes reordered, shard by shard (the sharded axis moves with them)."""
@@ -332,6 +339,10 @@ class MultiTensor:
 
     def linear(self, weight: Tensor, bias: Tensor | None = None):
         """``x @ weight + bias`` with the weight (and bias) copied to every device."""
+        for t in (weight,) if bias is None else (weight, bias):
+            if not isinstance(t, (Tensor, MultiTensor)):
+                raise TypeError(f"linear takes Tensors, got {type(t).__name__}: wrap it in "
+                                "Tensor()")
         x = self * weight if weight.ndim == 1 else self @ weight
         return x + bias if bias is not None else x
 
