@@ -22,7 +22,7 @@ import numpy as np
 
 from tolk.errors import DeviceError, ShapeError
 from tolk.runtime.device import canonical_device
-from tolk.tensor import DEFER_TO, Tensor, _clip_by, _half_in_float32, _norm_axis
+from tolk.tensor import DEFER_TO, Tensor, _clip_by, _half_in_float32, _norm_axis, _swapped
 
 
 class MultiTensor:
@@ -328,10 +328,7 @@ class MultiTensor:
         return MultiTensor(shards, norm.index(self.axis))
 
     def transpose(self, dim0: int = 1, dim1: int = 0) -> MultiTensor:
-        order = list(range(self.ndim))
-        a, b = _norm_axis(dim0, self.ndim), _norm_axis(dim1, self.ndim)
-        order[a], order[b] = order[b], order[a]
-        return self.permute(order)
+        return self.permute(_swapped(self.ndim, dim0, dim1))
 
     @property
     def T(self) -> MultiTensor:

@@ -1200,10 +1200,7 @@ class Tensor:
     def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
         if not self.ndim:  # as numpy's swapaxes: a 0-d tensor has no axis to swap
             raise ShapeError(f"transpose({dim0}, {dim1}) of a 0-d tensor: it has no axes")
-        order = list(range(self.ndim))
-        a, b = _norm_axis(dim0, self.ndim), _norm_axis(dim1, self.ndim)
-        order[a], order[b] = order[b], order[a]
-        return self.permute(order)
+        return self.permute(_swapped(self.ndim, dim0, dim1))
 
     @property
     def T(self) -> Tensor:
@@ -1785,6 +1782,14 @@ class Tensor:
 
 # ---------------------------------------------------------------------------------------------
 # helpers
+
+
+def _swapped(ndim: int, dim0, dim1) -> list[int]:
+    """The axis order of `ndim` axes with `dim0` and `dim1` swapped (a transpose)."""
+    order = list(range(ndim))
+    a, b = _norm_axis(dim0, ndim), _norm_axis(dim1, ndim)
+    order[a], order[b] = order[b], order[a]
+    return order
 
 
 def _clip_by(x, min_, max_):
