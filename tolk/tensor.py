@@ -1000,16 +1000,13 @@ class Tensor:
 
     def cumsum(self, axis=None, dtype=None) -> Tensor:
         """Running sums along `axis` (None: over the flattened tensor, as numpy's default).
-        Accumulates as `sum` does (ints and bools in 64 bits, 16-bit floats in float32).
-        Computed as log2(n) shifted adds (each element's sum grouped as a tree, not left to
-        right: floats may differ from numpy's in the last bits, and where a partial sum
-        overflows, numpy's stays inf where the tree's may not), all in one kernel."""
+        Accumulates as `sum` does (ints and bools in 64 bits, 16-bit floats in float32, then
+        rounded back once), left to right as numpy's: other dtypes give numpy's bits."""
         return self._scan(Ops.ADD, axis, dtype)
 
     def cumprod(self, axis=None, dtype=None) -> Tensor:
-        """Running products along `axis`, as `cumsum` (accumulated as `prod`). Grouped as a
-        tree too: where numpy's left-to-right product overflows before a later 0 (an inf times
-        0, nan) the tree may multiply that 0 in first (0), and the reverse."""
+        """Running products along `axis`, as `cumsum` (accumulated as `prod`, left to right
+        as numpy's)."""
         return self._scan(Ops.MUL, axis, dtype)
 
     def _scan(self, op: Ops, axis, dtype) -> Tensor:
@@ -1022,16 +1019,7 @@ class Tensor:
             self.dtype if self.dtype.is_float and self.dtype.itemsize == 2 else None)
         x = x.cast(dtypes.float32 if want is not None and want.is_float and want.itemsize == 2
                    else want or x._acc_dtype())
-        n, step = x.shape[ax], 1
-        while step < n:  # Hillis-Steele: x[i] (op)= x[i - step], for step 1, 2, 4, ...
-            shifted = x.shrink(tuple((0, n - step) if i == ax else None for i in range(x.ndim)))
-            shifted = shifted._pad(tuple((step, 0) if i == ax else (0, 0)
-                                         for i in range(x.ndim)),
-                                   (-0.0 if x.dtype.is_float else 0) if op is Ops.ADD else 1)
-            x = x + shifted if op is Ops.ADD else x * shifted
-            step *= 2
-        if step == 1:  # one element: still a new tensor, as numpy's cumsum (not a view)
-            x = x._copy()
+        x = Tensor(UOp(Ops.SCAN, x.dtype, (x.uop,), (op, ax)))
         return x.cast(want) if want is not None else x
 
     def _count(self, axis) -> int | Tensor:

@@ -7,7 +7,8 @@ A kernel AST is ``SINK(STORE(target, value), ...)`` where:
   view, where op by op numpy would copy at the reshape;
 - a STORE target is a chain of view ops over ``PARAM i`` that must stay a view of the buffer;
 - ALU ops, CAST, BITCAST and REDUCE_AXIS ``(op, axes)`` (keeping reduced axes as size 1;
-  ARGMAX and ARGMIN over one axis give int64 indices, numpy's).
+  ARGMAX and ARGMIN over one axis give int64 indices, numpy's), SCAN ``(op, axis)`` as
+  numpy's cumsum or cumprod;
 A sum of a product, ``REDUCE_AXIS(ADD, MUL(a, b))``, runs as one matrix product on the
 un-broadcast operands (BLAS for matmul and convolution), never materialising the product: its
 values are those of the product summed in another order (a few ulps apart, as numpy's own
@@ -137,6 +138,7 @@ class _Codegen:
         # sums of padded values (how concatenation is written) add each value into its
         # region of one zeroed array, instead of padding every value to the full shape
         self.padsums: dict[UOp, list[UOp]] = {}
+        self.concat_lines: dict[UOp, tuple] = {}  # concatenation -> (its zeros line, ...)
         self.concats = {n.src[0] for n in self.nodes if n.op is Ops.CAST
                         and n.dtype is n.src[0].dtype and n.src[0].op is Ops.ADD}
         # an ADD inside a sum already walked has no more PAD leaves than that sum: walking
@@ -231,6 +233,11 @@ class _Codegen:
         # dtype) is copied in, which keeps -0.0 as np.concatenate does; any other sum of pads
         # adds into zeros (+0.0 plus -0.0 is +0.0, as numpy's pad then add gives it)
         op = "=" if concat and _disjoint(pads) else "+="
+        if op == "=":  # a store of it alone may copy the parts into the buffer itself
+            covered = all(not isinstance(d, Sym) for d in shape_of(n)) and sum(
+                math.prod(shape_of(x.src[0])) for x in pads) == math.prod(shape_of(n))
+            self.concat_lines[n] = (len(self.lines) - 1, name, cdt, covered,
+                                    [self.names[x.src[0]] for x in pads])
         for leaf in pads:  # their sources go into their regions (a cat's: every pad's)
             src_shape = shape_of(leaf.src[0])
             idx = ", ".join(f"{b}:{b} + {_dim_code(d)}" for (b, _), d in zip(leaf.arg, src_shape))
@@ -303,6 +310,8 @@ class _Codegen:
             self.emit(n, self.bitcast(n, s[0]))
         elif op is Ops.REDUCE_AXIS:
             self.emit(n, self.bf16(n, self.reduce(n, s[0], cdt)))
+        elif op is Ops.SCAN:
+            self.emit(n, self.bf16(n, self.scan(n, s[0], cdt)))
         elif op is Ops.GATHER:
             idx = s[1]
             if n.src[1].dtype is dtypes.uint64:  # clipped before numpy reads it as int64 (wraps)
@@ -329,6 +338,14 @@ class _Codegen:
                 fn, args = call.split("(", 1)
                 self.lines[at] = "    pass"
                 self.lines.append(f"    ufunc_into({fn}, {s[0]}, {args})")
+            elif v.op is Ops.CAST and v.src[0] in self.concat_lines and v.dtype is tgt.dtype \
+                    and self.users.get(v, 0) == 1 and self.users.get(v.src[0], 0) == 1 \
+                    and v.dtype is not dtypes.bfloat16:  # the parts copied into the buffer
+                at, name, cdt, covered, parts = self.concat_lines[v.src[0]]
+                self.lines[at] = (f"    {name} = concat_target({s[0]}, ({', '.join(parts)},), "
+                                  f"{shape_code(shape_of(v))}, {cdt}, {covered})")
+                self.lines.append(f"    if {name} is not {s[0]}: "
+                                  f"np.copyto({s[0]}, {name}, casting='unsafe')")
             elif v in self.takes and self.users.get(v, 0) == 1 and v.dtype is tgt.dtype \
                     and v.dtype is not dtypes.bfloat16:  # the rows taken into the buffer itself
                 at, args = self.takes[v]
@@ -364,6 +381,15 @@ class _Codegen:
         bits = f"f32_to_bf16(np.asarray({x}, dtype=np.float32))" if src is dtypes.bfloat16 else x
         out = f"np.ascontiguousarray({bits}).view({self.const(n.dtype.np)})"
         return f"bf16_to_f32({out})" if n.dtype is dtypes.bfloat16 else out
+
+    def scan(self, n: UOp, x: str, cdt: np.dtype) -> str:
+        arg = n.arg
+        if not (isinstance(arg, tuple) and len(arg) == 2 and arg[0] in (Ops.ADD, Ops.MUL)
+                and type(arg[1]) is int and 0 <= arg[1] < len(shape_of(n))):
+            raise KernelCompileError(f"SCAN needs arg (ADD or MUL, an axis of the value), "
+                                     f"got {n.short()}")
+        fn = "np.cumsum" if arg[0] is Ops.ADD else "np.cumprod"
+        return f"{fn}({x}, axis={arg[1]}, dtype={self.const(cdt)})"
 
     def reduce(self, n: UOp, x: str, cdt: np.dtype) -> str:
         rop, axes = n.arg
@@ -691,6 +717,19 @@ def take_into(out: np.ndarray, src: np.ndarray, idx) -> None:
         np.copyto(out, np.take(src, idx, axis=0, mode="clip"), casting="unsafe")
 
 
+def concat_target(out: np.ndarray, parts: tuple, shape: tuple[int, ...], dtype,
+                  covered: bool) -> np.ndarray:
+    """Where a concatenation of `parts` goes: `out` itself (zeroed unless the parts cover
+    it) when it has the concatenation's shape and dtype and shares no memory with a part,
+    else a zeroed temporary (which the store then copies)."""
+    if out.shape == shape and out.dtype == dtype and out.flags.writeable \
+            and not any(np.may_share_memory(out, p) for p in parts):
+        if not covered:
+            out.fill(0)
+        return out
+    return np.zeros(shape, dtype=dtype)
+
+
 def ufunc_into(fn, out: np.ndarray, *args) -> None:
     """``fn(*args)`` written into `out`; where the operands' arrays are shaped otherwise than
     `out` (a 0-d target over arrays of one element), computed and copied as a store is."""
@@ -757,7 +796,8 @@ def bf16_round(x) -> np.ndarray:
 
 
 _GLOBALS = {"contract": contract, "exact_where_not_finite": exact_where_not_finite,
-            "ufunc_into": ufunc_into, "any_negative": any_negative, "take_into": take_into,
+            "ufunc_into": ufunc_into,
+            "concat_target": concat_target, "any_negative": any_negative, "take_into": take_into,
             "ordered_reduce": ordered_reduce,
             "np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
             "bf16_round": bf16_round,

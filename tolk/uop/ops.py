@@ -176,6 +176,9 @@ class Ops(int, metaclass=_OpsType):
     # REDUCE_AXIS ops giving an index (int64) along one axis: numpy's argmax and argmin
     ARGMAX = auto()
     ARGMIN = auto()
+    # running reduction along one axis, arg ``(op, axis)`` with op ADD or MUL, the value's
+    # shape (numpy's cumsum and cumprod, left to right)
+    SCAN = auto()
 
     name: str  # in the member's own __dict__ (an int subclass takes no slots)
 
