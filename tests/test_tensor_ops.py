@@ -2980,3 +2980,37 @@ def test_a_stored_concatenation_copies_its_parts_into_the_buffer_itself():
     s = Tensor(a)[:k.bind(2)]
     np.testing.assert_array_equal(s.cat(s * 2, dim=1).numpy(),
                                   np.concatenate([a[:2], 2 * a[:2]], 1))
+
+
+def test_bounds_by_constants_run_as_numpys_clip_with_maximums_and_minimums_values():
+    import itertools
+
+    from tolk.runtime.cpu import CompiledKernel
+
+    vals = [np.nan, -np.inf, -1.0, -0.0, 0.0, 1.0, 2.5, np.inf]
+    for dt in (np.float16, np.float32, np.float64):
+        x = np.array(vals * 3, dt)
+        for lo, hi in itertools.product(vals + [None], repeat=2):
+            if lo is None and hi is None:
+                continue
+            want = x
+            with np.errstate(all="ignore"):
+                want = want if lo is None else np.maximum(want, dt(lo))
+                want = want if hi is None else np.minimum(want, dt(hi))
+            got = Tensor(x).clip(None if lo is None else dt(lo), None if hi is None else dt(hi))
+            got = got.numpy()
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=f"{lo} {hi}")
+        got = Tensor(x).relu().numpy()
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(np.maximum(x, dt(0))))
+    for dt in (np.int8, np.uint8, np.int64, np.uint64):
+        x = np.array([0, 1, 5, 100, 127], dt)
+        for lo, hi in itertools.product([None, 0, 3, 120], repeat=2):
+            if lo is not None or hi is not None:
+                want = x if lo is None else np.maximum(x, dt(lo))
+                want = want if hi is None else np.minimum(want, dt(hi))
+                got = Tensor(x).clip(lo, hi).numpy()
+                assert got.dtype == want.dtype and (got == want).all(), (dt, lo, hi)
+    c = Tensor(np.ones(4, np.float32)).clip(0.5, 2.0)
+    [call] = [k for k in c.schedule_linear().src if k.op is Ops.CALL]
+    assert CompiledKernel(call.src[0]).source.count("np.clip") == 1

@@ -137,6 +137,7 @@ class _Codegen:
                 self.skip.update(x for x in mul.src if x.op is Ops.EXPAND and x.src[0] in ops)
         # sums of padded values (how concatenation is written) add each value into its
         # region of one zeroed array, instead of padding every value to the full shape
+        self.clips: dict[UOp, tuple[int, str, str]] = {}  # MAX as clip -> (line, x, bound)
         self.padsums: dict[UOp, list[UOp]] = {}
         self.concat_lines: dict[UOp, tuple] = {}  # concatenation -> (its zeros line, ...)
         self.concats = {n.src[0] for n in self.nodes if n.op is Ops.CAST
@@ -286,6 +287,9 @@ class _Codegen:
             self.emit(n, f"{self.const(cdt.type)}(vv[{n.arg[0]!r}])")
         elif op is Ops.BIND:
             self.emit(n, f"{self.const(cdt.type)}(vv[{n.src[0].arg[0]!r}])")
+        elif op in (Ops.MAX, Ops.MIN) and (call := self.clip_call(n, s, cdt)) is not None:
+            self.ufuncs[n] = (len(self.lines), call)
+            self.emit(n, call + ")")
         elif op in _UNARY or op in _BINARY:
             if op is Ops.POW and not n.dtype.is_float and not n.dtype.is_unsigned \
                     and n.dtype is not dtypes.bool:  # numpy's error, raised before any store
@@ -357,6 +361,35 @@ class _Codegen:
             pass
         else:
             raise KernelCompileError(f"the CPU backend cannot compile {n.short()}")
+
+    def clip_call(self, n: UOp, s: list, cdt) -> str | None:
+        """MAX or MIN against a constant as numpy's clip (a few times faster than maximum
+        and minimum with a scalar), and ``MIN(MAX(x, lo), hi)`` as one clip; the call without
+        its closing parenthesis, or None. The same values: clip keeps `x` where it equals
+        the bound, which differs only for zeros of the other sign where numpy's maximum and
+        minimum give the bound (`keeps_value_on_ties`): there a bound of -0.0 is left to
+        them, one of +0.0 (relu) adds +0.0 after (-0.0 to +0.0), and a zero bound is never
+        fused into one clip."""
+        if n.dtype is dtypes.bfloat16 or n.dtype is dtypes.bool or n.src[1] not in self.constval:
+            return None
+        v = self.constval[n.src[1]].reshape(-1)[:1]  # every element of a constant is the same
+        zero = v.size > 0 and cdt.kind == "f" and v[0] == 0 and not keeps_value_on_ties(cdt)
+        if v.size == 0 or (zero and np.signbit(v[0])):
+            return None
+        bound = self.const(np.asarray(v[0], dtype=cdt))
+        inner = self.clips.get(n.src[0])
+        if n.op is Ops.MIN and inner is not None and not zero and self.users.get(n.src[0]) == 1:
+            at, x, lo = inner  # MIN(MAX(x, lo), hi): one clip
+            self.lines[at] = "    pass"
+            return f"np.clip({x}, {lo}, {bound}"
+        ends = (-np.inf, np.inf) if cdt.kind == "f" else (np.iinfo(cdt).min, np.iinfo(cdt).max)
+        other = self.const(np.asarray(ends[n.op is Ops.MAX], dtype=cdt))
+        lo, hi = (bound, other) if n.op is Ops.MAX else (other, bound)
+        if zero:
+            return f"np.add(np.clip({s[0]}, {lo}, {hi}), {self.const(np.zeros((), cdt))}"
+        if n.op is Ops.MAX:
+            self.clips[n] = (len(self.lines), s[0], bound)
+        return f"np.clip({s[0]}, {lo}, {hi}"
 
     @staticmethod
     def bf16(n: UOp, expr: str) -> str:
@@ -715,6 +748,20 @@ def take_into(out: np.ndarray, src: np.ndarray, idx) -> None:
         np.take(src, idx, axis=0, mode="clip", out=out)
     else:
         np.copyto(out, np.take(src, idx, axis=0, mode="clip"), casting="unsafe")
+
+
+@functools.cache
+def keeps_value_on_ties(dt: np.dtype) -> bool:
+    """Whether numpy's maximum and minimum of an array of `dt` and a scalar give the array's
+    value where the two are zeros of opposite signs (as clip does), at every length tried
+    (float16 here; float32 and float64 give the scalar)."""
+    for fn in (np.maximum, np.minimum):
+        for x, b in ((-0.0, 0.0), (0.0, -0.0)):
+            for k in (1, 3, 17, 100):
+                r = np.signbit(fn(np.full(k, x, dt), np.asarray(b, dt)))
+                if not (r == np.signbit(x)).all():
+                    return False
+    return True
 
 
 def concat_target(out: np.ndarray, parts: tuple, shape: tuple[int, ...], dtype,
