@@ -287,3 +287,19 @@ def test_sharded_std_rounds_once_layernorm_takes_axis_tuples_and_linear_checks_i
                                    atol=1e-6)
     with pytest.raises(TypeError, match="linear takes Tensors, got ndarray"):
         m.linear(np.ones((6, 3)))
+
+
+def test_sharded_copies_are_new_shards_and_numpy_reads_them_gathered():
+    import copy
+
+    m = Tensor(np.arange(4, dtype=np.float32)).shard(("CPU:1", "CPU:2"))
+    c = copy.copy(m)
+    c += 10
+    assert m.numpy().tolist() == [0, 1, 2, 3] and c.numpy().tolist() == [10, 11, 12, 13]
+    d = copy.deepcopy(m)
+    assert d.devices == ("CPU:1", "CPU:2") and (d + m).numpy().tolist() == [0, 2, 4, 6]
+    np.testing.assert_array_equal(np.asarray(m), [0, 1, 2, 3])
+    assert np.array(m, dtype=np.int8).dtype == np.int8 and m.tolist() == [0.0, 1.0, 2.0, 3.0]
+    one = Tensor([3.0]).shard(("CPU:1",))
+    assert float(one) == 3.0 and int(one) == 3 and one.item() == 3.0
+    assert (m == None) is False and (m != "x") is True  # noqa: E711

@@ -3014,3 +3014,68 @@ def test_bounds_by_constants_run_as_numpys_clip_with_maximums_and_minimums_value
     c = Tensor(np.ones(4, np.float32)).clip(0.5, 2.0)
     [call] = [k for k in c.schedule_linear().src if k.op is Ops.CALL]
     assert CompiledKernel(call.src[0]).source.count("np.clip") == 1
+
+
+def test_ints_meet_float_scalars_in_float64_as_numpys_comparisons():
+    a = np.array([16777217, 3, -5, 2**31 - 1], np.int32)
+    for v in (16777216.0, np.float64(16777216.0), 2147483647.5, np.float32(3.0), np.nan, -5.0):
+        for op in (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge):
+            np.testing.assert_array_equal(op(Tensor(a), v).numpy(), op(a, v), err_msg=f"{op} {v}")
+            np.testing.assert_array_equal(op(v, Tensor(a)).numpy(), op(v, a))
+    assert 16777216.0 not in Tensor(a)
+
+
+def test_copies_keep_the_device_and_lists_take_one_dtype_whatever_the_order():
+    import copy
+
+    t = Tensor([1.0, 2.0]).to("CPU:1")
+    for c in (copy.copy(t), copy.deepcopy(t), Tensor(t)):
+        assert c.device == "CPU:1" and (c + t).numpy().tolist() == [2.0, 4.0]
+    assert Tensor(t, device="CPU").device == "CPU"
+    assert Tensor([1.0, np.float64(1e300)]).dtype is Tensor([np.float64(1e300), 1.0]).dtype \
+        is dtypes.float64
+    assert Tensor([300, np.int8(1)]).dtype is Tensor([np.int8(1), 300]).dtype is dtypes.int64
+    assert Tensor([[1, 2], [3, 4]]).dtype is dtypes.int32  # Python scalars only: the defaults
+
+
+def test_arange_refuses_values_its_dtype_cannot_hold_as_numpy():
+    with pytest.raises(ValueError, match="250 is out of range for int8"):
+        Tensor.arange(250, 260, dtype="int8")
+    with pytest.raises(ValueError, match="-1 is out of range for uint8"):
+        Tensor.arange(-1, 3, dtype="uint8")
+    with pytest.raises(TypeError, match="at most 2"):
+        Tensor.arange(3, dtype="bool")
+    assert Tensor.arange(2, dtype="bool").tolist() == [False, True]
+    assert Tensor.arange(0.5, 3, dtype="int8").tolist() == [0, 1, 2]
+
+
+def test_equality_with_none_or_strings_and_index_protocols_are_numpys_or_pythons():
+    t = Tensor([10, 20, 30])
+    assert (t == None) is False and (t != "a") is True  # noqa: E711
+    assert Tensor([1]) in [None, Tensor([1])]
+    assert t[Tensor(1)].item() == 20 and t[np.array(2)].item() == 30 and t[np.int64(0)].item() == 10
+    with pytest.raises(TypeError, match="0-d"):
+        operator.index(Tensor([3]))
+    with pytest.raises(IndexError, match="unsupported index"):
+        t[Tensor([1])]
+    assert abs(Tensor([-3])).tolist() == [3]
+    p = +t
+    p[0] = 0
+    assert t.tolist() == [10, 20, 30]
+    with pytest.raises(TypeError, match="bool"):
+        +Tensor([True])
+    q, r = divmod(Tensor([-3, 7]), 2)
+    assert q.tolist() == [-2, 3] and r.tolist() == [1, 1]
+    q, r = divmod(10, Tensor([-3, 4]))
+    assert q.tolist() == [-4, 2] and r.tolist() == [-2, 2]
+    with pytest.raises(TypeError, match="int32 tensor with complex64"):
+        Tensor([1, 2], dtype="int32") * np.complex64(1)
+
+
+def test_bfloat16_from_ints_past_64_bits_rounds_once():
+    v = 2**70 + 2**62 + 1  # just past a tie: up (through float64 it would round down)
+    assert Tensor(v, dtype="bfloat16").item() == 2**70 + 2**63
+    assert Tensor([2**70 + 3 * 2**62, 1], dtype="bfloat16").tolist() == [2**70 + 2**64, 1.0]
+    assert Tensor(2**64, dtype="bfloat16").item() == 2.0**64
+    with pytest.raises(ValueError, match="bfloat16"):
+        Tensor(2**1100, dtype="bfloat16")

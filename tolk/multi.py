@@ -22,7 +22,7 @@ import numpy as np
 
 from tolk.errors import DeviceError, ShapeError
 from tolk.runtime.device import canonical_device
-from tolk.tensor import DEFER_TO, Tensor, _clip_by, _half_in_float32, _norm_axis, _swapped
+from tolk.tensor import DEFER_TO, Tensor, _alien, _clip_by, _half_in_float32, _norm_axis, _swapped
 
 
 class MultiTensor:
@@ -184,10 +184,11 @@ class MultiTensor:
         return self._map(lambda a, b: a >= b, o)
 
     def __eq__(self, o):  # type: ignore[override]
-        return self._map(lambda a, b: a == b, o)
+        """Shard by shard; against None or a string Python's own answer, as Tensor's."""
+        return NotImplemented if _alien(o) else self._map(lambda a, b: a == b, o)
 
     def __ne__(self, o):  # type: ignore[override]
-        return self._map(lambda a, b: a != b, o)
+        return NotImplemented if _alien(o) else self._map(lambda a, b: a != b, o)
 
     __hash__ = object.__hash__
     __radd__ = __add__
@@ -196,6 +197,32 @@ class MultiTensor:
     def __bool__(self) -> bool:
         """The truth of a one-element tensor (gathered), as Tensor's; ValueError otherwise."""
         return bool(self.to(self.devices[0]))
+
+    def _gathered(self) -> Tensor:
+        return self.to(self.devices[0])
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        """``np.asarray(m)``: the values gathered, as Tensor's."""
+        return self._gathered().__array__(dtype, copy)
+
+    def __float__(self) -> float:
+        return float(self._gathered())
+
+    def __int__(self) -> int:
+        return int(self._gathered())
+
+    def tolist(self):
+        return self._gathered().tolist()
+
+    def item(self):
+        return self._gathered().item()
+
+    def __copy__(self) -> MultiTensor:
+        """``copy.copy(m)``: new shards with m's values on m's devices (as Tensor's copy)."""
+        return MultiTensor([Tensor(s) for s in self.shards], self.axis)
+
+    def __deepcopy__(self, memo: dict) -> MultiTensor:
+        return self.__copy__()
 
     def _inplace(self, fn, o) -> MultiTensor:
         """``self = fn(self, o)`` written into each shard in place, as Tensor's in-place

@@ -199,6 +199,13 @@ def _broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 DEFER_TO: set[type] = set()
 
 
+def _alien(x: Any) -> bool:
+    """Whether `x` is nothing a tensor computes with: no number, array, list or tensor (an
+    equality with it is Python's own, not elementwise)."""
+    return not isinstance(x, (Tensor, BoundVariable, bool, int, float, np.generic, np.ndarray,
+                              list, tuple)) and type(x) not in DEFER_TO
+
+
 def _scalar_dtype(x: Scalar, other: DType) -> DType:
     """The dtype a Python scalar takes next to a tensor of dtype `other` (weak typing)."""
     if isinstance(x, bool):
@@ -225,7 +232,8 @@ class Tensor:
     """A lazy n-dimensional array on one device.
 
     ``Tensor(data)`` takes numpy arrays, nested lists and scalars (copied), or a Tensor: a new
-    tensor with its values (as ``np.array(t)``: writes into either do not reach the other).
+    tensor with its values, on its device unless `device` says otherwise (as ``np.array(t)``:
+    writes into either do not reach the other).
     ``cast`` to the same dtype and ``to`` the same device return the tensor itself (as in
     PyTorch and tinygrad)."""
 
@@ -243,7 +251,9 @@ class Tensor:
         if isinstance(data, UOp):
             self._set(data)
             return
-        device = canonical_device("CPU" if device is None else device)
+        if device is None:  # a tensor's copy stays on its device
+            device = data.device if isinstance(data, Tensor) else "CPU"
+        device = canonical_device(device)
         want = _data_dtype(dtype) if dtype is not None else None
         if isinstance(data, Tensor):  # a new tensor, as np.array(t) copies (computed lazily)
             t = data.to(device)
@@ -365,9 +375,11 @@ class Tensor:
         return int(self.item())
 
     def __index__(self) -> int:
-        """A one-element integer tensor as an index (as numpy's integer scalars)."""
+        """A 0-d integer tensor as an index (as numpy's integer scalars and 0-d arrays)."""
         if self.dtype.is_float or self.dtype is dtypes.bool:
             raise TypeError(f"only integer tensors can be indices, got {self.dtype.name}")
+        if self.ndim:
+            raise TypeError(f"only 0-d integer tensors can be indices, got shape {self.shape}")
         return int(self.item())
 
     def __format__(self, spec: str) -> str:
@@ -449,6 +461,13 @@ class Tensor:
             np.iinfo(np.int32).min <= arr.min() and arr.max() <= np.iinfo(np.int32).max)
         d = _data_dtype(dtype) if dtype else (dtypes.default_float if arr.dtype.kind == "f"
                                            else dtypes.default_int if fits else dtypes.int64)
+        if d is dtypes.bool and arr.size > 2:  # numpy's rule
+            raise TypeError(f"arange of bools has at most 2 elements, got {arr.size}")
+        if d.is_int and d is not dtypes.bool and arr.size:  # as numpy: no wrapping
+            info = np.iinfo(d.np)
+            for v in (arr[0], arr[-1]):
+                if not info.min <= v <= info.max:
+                    raise ValueError(f"arange value {v} is out of range for {d.name}")
         return Tensor(arr, device=device, dtype=d)
 
     @staticmethod
@@ -538,6 +557,10 @@ class Tensor:
             d = least_upper_dtype(self.dtype, other.dtype)
             a, b = self.cast(d), other.cast(d)
         elif isinstance(other, (bool, int, float, np.generic)):
+            if not isinstance(other, (bool, int, float, np.number, np.bool_)) \
+                    or isinstance(other, np.complexfloating):
+                raise TypeError(f"cannot combine a {self.dtype.name} tensor with "
+                                f"{type(other).__name__} {other!r}"[:200])
             other = other.item() if isinstance(other, np.generic) else other
             d = _scalar_dtype(other, self.dtype)
             a = self.cast(d)
@@ -621,9 +644,13 @@ class Tensor:
     def _cmp(self, op: Ops, x, reverse=False) -> Tensor:
         """A comparison; a Python int the tensor's dtype cannot hold compares by value, as in
         numpy 2 (``uint8_tensor < -1`` is all False, ``== 300`` all False, ``!= 300`` all
-        True), where arithmetic with it is an error."""
+        True), where arithmetic with it is an error; an int or bool tensor meets a float
+        scalar in float64, as numpy's (the float32 of arithmetic would round both)."""
         if isinstance(x, np.integer):  # a numpy int compares as the Python int it holds
             x = int(x)
+        if isinstance(x, (float, np.floating)) and not self.dtype.is_float:
+            # ints against a float in float64 (numpy's), where float32 would round both
+            return self.cast(dtypes.float64)._binop(op, float(x), reverse, out=dtypes.bool)
         if isinstance(x, Tensor) and _signed_against_uint64(self.dtype, x.dtype):
             return self._cmp_uint64(op, x, reverse)
         if isinstance(x, BoundVariable) and not self.dtype.is_float:  # by value, as an int
@@ -710,6 +737,22 @@ class Tensor:
             raise TypeError("negating a bool tensor is not supported (numpy raises too); use ~")
         return self._alu(Ops.NEG)
 
+    def __pos__(self) -> Tensor:
+        """``+t``: a new tensor with t's values (numpy's copy); bool tensors raise as numpy's."""
+        if self.dtype is dtypes.bool:
+            raise TypeError("unary + of a bool tensor is not supported (numpy raises too)")
+        return self._copy()
+
+    def __abs__(self) -> Tensor:
+        return self.abs()
+
+    def __divmod__(self, x):
+        """``divmod(t, x)``: ``(t // x, t % x)``, numpy's floor division and modulo."""
+        return NotImplemented if type(x) in DEFER_TO else (self.floordiv(x), self.mod(x))
+
+    def __rdivmod__(self, x):
+        return self.floordiv(x, True), self.mod(x, True)
+
     def __lt__(self, x):
         return NotImplemented if type(x) in DEFER_TO else self._cmp(Ops.CMPLT, x)
 
@@ -723,10 +766,12 @@ class Tensor:
         return NotImplemented if type(x) in DEFER_TO else self._cmp(Ops.CMPLE, x, True)
 
     def __eq__(self, x):  # type: ignore[override]
-        return NotImplemented if type(x) in DEFER_TO else self._cmp(Ops.CMPEQ, x)
+        """Elementwise ``==``; against an object that is no number, array or tensor (None, a
+        string) Python's own answer, False (``t in [None, t]`` then asks ``t == t``)."""
+        return NotImplemented if type(x) in DEFER_TO or _alien(x) else self._cmp(Ops.CMPEQ, x)
 
     def __ne__(self, x):  # type: ignore[override]
-        return NotImplemented if type(x) in DEFER_TO else self._cmp(Ops.CMPNE, x)
+        return NotImplemented if type(x) in DEFER_TO or _alien(x) else self._cmp(Ops.CMPNE, x)
 
     __hash__ = object.__hash__
 
@@ -1339,6 +1384,9 @@ class Tensor:
         """Basic numpy indexing: ints, slices (any step), None and Ellipsis."""
         if not isinstance(idx, tuple):
             idx = (idx,)
+        # a 0-d integer tensor or array is the int it holds (as numpy's ``a[np.array(1)]``)
+        idx = tuple(int(i) if isinstance(i, (Tensor, np.ndarray)) and i.ndim == 0
+                    and i.dtype.kind in "iu" else i for i in idx)
         for i in idx:
             if isinstance(i, (Tensor, np.ndarray, list)):
                 raise IndexError(f"unsupported index of type {type(i).__name__}: use ints, slices, "
@@ -2089,8 +2137,10 @@ def _to_numpy(data: Any, want: DType | None) -> np.ndarray:
         except ValueError as e:
             _refuse_ragged(data, e)
             raise
-        if arr.dtype == object or (arr.dtype.kind == "f" and arr.size
-                                   and max(-float(arr.min()), float(arr.max())) >= 2.0 ** 63):
+        if arr.dtype == object and want is dtypes.bfloat16 and _all_ints(arr):
+            arr = _ints_to_bf16_values(arr)
+        elif arr.dtype == object or (arr.dtype.kind == "f" and arr.size
+                                     and max(-float(arr.min()), float(arr.max())) >= 2.0 ** 63):
             arr = _wide_ints(data, arr)
         if want is None and not isinstance(data, np.generic) and _python_leaves(data):
             # Python floats become float32, Python ints int32 (tensor-library defaults)
@@ -2109,6 +2159,27 @@ def _to_numpy(data: Any, want: DType | None) -> np.ndarray:
     return arr
 
 
+def _all_ints(arr: np.ndarray) -> bool:
+    return all(isinstance(x, int) and not isinstance(x, bool) for x in arr.ravel())
+
+
+def _ints_to_bf16_values(arr: np.ndarray) -> np.ndarray:
+    """Python ints (some past 64 bits) as float64 values rounded once to bfloat16's 8
+    significant bits (to even), as a float32 target takes them: float64 alone would round
+    twice; past float64's range a ValueError, as numpy's for float32."""
+    def rounded(x: int) -> float:
+        m, shift = abs(x), abs(x).bit_length() - 8
+        if shift > 0:
+            q, r = divmod(m, 1 << shift)
+            half = 1 << (shift - 1)
+            m = (q + (r > half or (r == half and q & 1))) << shift
+        try:
+            return float(m if x >= 0 else -m)
+        except OverflowError as e:
+            raise ValueError(f"data does not fit bfloat16: {e}") from None
+    return np.array([rounded(x) for x in arr.ravel()], np.float64).reshape(arr.shape)
+
+
 def _refuse_ragged(data: Any, e: ValueError) -> None:
     """numpy's error for nested lists of unequal lengths, said as what it is."""
     if "inhomogeneous" in str(e):
@@ -2117,13 +2188,17 @@ def _refuse_ragged(data: Any, e: ValueError) -> None:
 
 
 def _python_leaves(data: Any) -> bool:
-    """Whether nested lists hold Python scalars (their first leaf tells): those take the
-    tensor-library defaults; numpy arrays, numpy scalars and tensors keep their dtypes (as
-    in ``np.array(list)``)."""
-    x = data
-    while isinstance(x, (list, tuple)) and x:
-        x = x[0]
-    return not isinstance(x, (np.ndarray, np.generic, Tensor))
+    """Whether nested lists hold Python scalars only: those take the tensor-library
+    defaults; where any leaf is a numpy array, numpy scalar or tensor, the lists keep numpy's
+    dtype (as ``np.array(list)``: ``[1.0, np.float64(1e300)]`` is float64 in either order)."""
+    todo = [data]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, (list, tuple)):
+            todo.extend(x)
+        elif isinstance(x, (np.ndarray, np.generic, Tensor)):
+            return False
+    return True
 
 
 def _wide_ints(data: Any, arr: np.ndarray) -> np.ndarray:
