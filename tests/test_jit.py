@@ -765,3 +765,32 @@ def test_numbers_the_function_writes_itself_are_no_baked_constants():
     for _ in range(4):
         np.testing.assert_array_equal(counted(x).numpy(), [2])
         np.testing.assert_array_equal(f(x).numpy(), [3])
+
+
+def test_lazy_tensors_made_before_a_capture_or_a_replay_keep_their_values():
+    @tolk.jit
+    def f(a):
+        a += 1
+
+    x = Tensor(np.zeros(3, np.float32))
+    f(x)
+    before_capture = x * 1  # 1
+    f(x)  # the capture: x = 2
+    before_replay = x * 1  # 2
+    f(x)
+    f(x)  # replays: x = 4
+    assert before_capture.numpy().tolist() == [1, 1, 1]
+    assert before_replay.numpy().tolist() == [2, 2, 2] and x.numpy().tolist() == [4, 4, 4]
+    w = Tensor(np.zeros(2, np.float32))
+
+    @tolk.jit
+    def g(a):
+        w.assign(w + a)  # a closure tensor written by the plan
+        return w * 2
+
+    one = Tensor(np.ones(2, np.float32))
+    g(one)
+    g(one)
+    r = w * 1
+    out = g(one)
+    assert r.numpy().tolist() == [2, 2] and out.numpy().tolist() == [6, 6]

@@ -3079,3 +3079,24 @@ def test_bfloat16_from_ints_past_64_bits_rounds_once():
     assert Tensor(2**64, dtype="bfloat16").item() == 2.0**64
     with pytest.raises(ValueError, match="bfloat16"):
         Tensor(2**1100, dtype="bfloat16")
+
+
+def test_a_broadcast_view_stays_read_only_when_its_base_is_dropped_and_setitem_casts():
+    x = Tensor(np.arange(3, dtype=np.float32))
+    e = (x * 2).reshape(1, 3).expand(2, 3)  # a view of a temporary
+    with pytest.raises(ValueError, match="broadcast"):
+        e += 1
+    assert e.numpy().tolist() == [[0, 2, 4], [0, 2, 4]]
+    b = Tensor.zeros(1, 4).expand(3, 4)
+    with pytest.raises(ValueError, match="read-only"):
+        b[0] = 7.0
+    z = Tensor.zeros(3, 4)
+    z[0] = 1.0  # a lazy tensor of its own: gets its buffer
+    assert z.numpy().sum() == 4
+    f = Tensor(np.zeros(4, np.float32))
+    f[1:3] = Tensor(np.array([5, 6], np.int32))  # numpy's setitem casts
+    i = Tensor(np.zeros(3, np.int8))
+    i[:] = Tensor([1.7, -2.5, 300.0])
+    assert f.numpy().tolist() == [0, 5, 6, 0]
+    want = np.array([1.7, -2.5, 300.0], np.float32).astype(np.int8)
+    np.testing.assert_array_equal(i.numpy(), want)

@@ -367,6 +367,8 @@ def realize(tensors, run: bool = True, _split: bool = True, _retry: bool = True)
         if more is not tensors:
             ids = {id(t) for t in asked}
             taken = [t for t in more if id(t) not in ids]
+            if _realize.capturing and _run_lazy_before(taken, _realize.capturing[0]):
+                return realize(asked, run, _split, _retry)  # (they are settled: not taken)
             tensors = more
             computed, pending = _outputs(tensors)
             key, bufs, binds, nodes = program_key(
@@ -648,6 +650,16 @@ def _written_slots(ast: UOp) -> set[int]:
     return out
 
 
+def _refuse_broadcast_target(target: Tensor) -> None:
+    chain = target.uop
+    while chain.op in GroupOp.Movement:
+        if chain.op is Ops.EXPAND:
+            raise ValueError(f"cannot assign into a broadcast (expanded) view (of shape "
+                             f"{shape_of(chain)}; the target: {target.shape}): it is "
+                             "read-only, as in numpy")
+        chain = chain.src[0]
+
+
 def assign(target: Tensor, x) -> Tensor:
     """Store `x` into `target`'s buffer through `target`'s view; every view of the buffer
     (including `target`) then reads the new state."""
@@ -676,15 +688,10 @@ def assign(target: Tensor, x) -> Tensor:
                         f"{target.dtype.name}; cast it first")
     if x.device != target.device:
         raise DeviceError(f"assign from device {x.device} into a tensor on {target.device}")
-    if not _is_view_of_state(target.uop):  # (a lazy tensor, Tensor.zeros say, gets its own
-        realize([target])  # buffer; a view of one realizes the tensor it views)
-    chain = target.uop
-    while chain.op in GroupOp.Movement:
-        if chain.op is Ops.EXPAND:
-            raise ValueError(f"cannot assign into a broadcast (expanded) view (of shape "
-                             f"{shape_of(chain)}; the target: {target.shape}): it is "
-                             "read-only, as in numpy")
-        chain = chain.src[0]
+    _refuse_broadcast_target(target)  # (before a realize, which may give a broadcast view
+    if not _is_view_of_state(target.uop):  # of a dropped lazy tensor a buffer of its own;
+        realize([target])  # a lazy tensor, Tensor.zeros say, gets its own buffer; a view of
+        _refuse_broadcast_target(target)  # one realizes the tensor it views)
     state = _base_and_chain(target.uop)
     if state.op is Ops.AFTER and may_bind(state) and (may_bind(target.uop) or may_bind(x.uop)) \
             and _conflicting_binds(state, UOp.sink(target.uop, x.uop)):
@@ -726,6 +733,32 @@ def _run_pending_before(tensors: list[Tensor], capturer) -> None:
         realize(views)
     finally:
         _realize.capturing.append(capturer)
+
+
+def _run_lazy_before(taken: list[Tensor], capturer) -> bool:
+    """Inside a jit capture: realize, for real and outside the capture, the lazy tensors
+    among `taken` (lazy readers of what the captured function overwrites) that lived before
+    it began, so the capture does not take them as its own (every replay would compute them
+    again, into their buffers, from the then current values); whether there were any."""
+    before = getattr(capturer, "lazy_before", None)
+    outside = [t for t in taken if before is not None and t in before]
+    if not outside:
+        return False
+    _realize.capturing.remove(capturer)
+    try:
+        realize(outside)
+    finally:
+        _realize.capturing.append(capturer)
+    return True
+
+
+def realize_readers(bufs: list[UOp]) -> None:
+    """Realize the live lazy tensors that may read one of the buffers `bufs` (before a jit
+    replay writes them: each keeps the value it has now, as a realize's closure gives it)."""
+    written = set(bufs)
+    readers = [t for t in list(_lazy) if _may_read(t.uop, written)]
+    if readers:
+        realize(readers)
 
 
 assign_count = [0]  # assigns made in this process (any thread): a replay's cue to look

@@ -1448,7 +1448,10 @@ class Tensor:
         return x.reshape(tuple(out_shape))
 
     def __setitem__(self, idx, value) -> None:
-        """``x[idx] = value``: an assign into the view ``x[idx]``."""
+        """``x[idx] = value``: an assign into the view ``x[idx]``; a tensor of another dtype
+        is cast to x's first, as numpy's setitem casts an array (`assign` wants the dtype)."""
+        if isinstance(value, Tensor) and value.dtype is not self.dtype:
+            value = value.cast(self.dtype)
         self[idx].assign(value)
 
     def cat(self, *others: Tensor, dim: int = 0) -> Tensor:

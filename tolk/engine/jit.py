@@ -236,10 +236,12 @@ def _run_pending() -> None:
 class _Capturer:
     """Collects the schedules realized while a function is captured."""
 
-    def __init__(self, pending_before: set[UOp] = frozenset()) -> None:
+    def __init__(self, pending_before: set[UOp] = frozenset(), lazy_before=None) -> None:
         self.calls: list[UOp] = []
         self.var_vals: dict[str, int] = {}
         self.pending_before = pending_before  # run outside the capture when read (callify)
+        self.lazy_before = lazy_before  # lazy tensors made before: realized outside when
+        # a realize would take them along (callify)
 
     def add_linear(self, linear: UOp, var_vals: dict[str, int]) -> None:
         for name, value in var_vals.items():
@@ -383,7 +385,7 @@ class CapturedJit:
 
     def _capture(self, tensors, binds, args, kwargs):
         from tolk.callify import assign_count, pending_states, take_pending_assigns
-        from tolk.tensor import Tensor
+        from tolk.tensor import IdentityWeakSet, Tensor, _lazy
 
         in_bufs = [_input_buffer(t) for t in tensors]
         _realize_closure_lazies(self.fn)
@@ -392,7 +394,11 @@ class CapturedJit:
         _run_pending()  # what was assigned before the call is not the function's to replay
         first_new = fresh_buffer_slot()  # buffers past it are made during the capture
         self.seen_assigns = assign_count[0]
-        cap = _Capturer(pending_states())  # other threads': run when the function reads them
+        lazy_before = IdentityWeakSet()
+        for t in _lazy:
+            lazy_before.add(t)
+        cap = _Capturer(pending_states(), lazy_before)  # other threads' pending assigns: run
+        # when the function reads them
         capturing.append(cap)  # this thread's: other threads capture on their own
         try:
             out = self.fn(*args, **kwargs)
@@ -477,6 +483,8 @@ class CapturedJit:
                 where.setdefault(b, ("out", j))
         self.fixed = {a for c in self.linear.src for a in c.src[1:]
                       if a.op is Ops.BUFFER and a not in where}
+        # closure tensors' buffers the plan writes (the inputs it writes: `written_in`)
+        self.written = [b for b in stored if b in self.fixed or b in self.kept_outs]
         plan = []
         for call in self.linear.src:
             specs = []
@@ -492,7 +500,8 @@ class CapturedJit:
     # -- replay -------------------------------------------------------------------------------
 
     def _replay(self, tensors, binds):
-        from tolk.tensor import Tensor
+        from tolk.callify import realize_readers
+        from tolk.tensor import Tensor, _lazy
 
         sigs = [_signature(t) for t in tensors]
         if sigs != self.in_sigs:
@@ -519,6 +528,9 @@ class CapturedJit:
                                f"closure tensor, which it writes: it was captured with another")
         _run_pending()  # the plan reads the buffers of the tensors it did not get as inputs
         self._run_pending_on_closures()
+        if (self.written_in or self.written) and _lazy:  # lazy readers of what the plan
+            realize_readers([in_bufs[i] for i in self.written_in] + self.written)  # overwrites
+            # keep their values
         for b, data in self.initial.items():  # host data made inside, written by the plan
             if b in self.fixed:
                 np.copyto(buffer_storage(b), data)
