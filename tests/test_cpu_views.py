@@ -371,3 +371,72 @@ def test_writes_through_views_of_a_dropped_lazy_tensor_land_as_numpys():
     del c
     first[0] = 9.0
     assert first.numpy().tolist() == [9, 1, 2] and second.numpy().tolist() == [0, 1, 2]
+
+
+def test_freed_device_memory_is_reused_for_the_same_size_only_when_no_view_remains():
+    import gc
+
+    from tolk.runtime import device
+
+    dev = device.Device("CPU:7")
+    n = device.POOL_MIN_BYTES * 2
+    a = dev.alloc(n)
+    addr = a.ctypes.data
+    a[:] = 7
+    view = a[8:].view(np.float32)  # a view keeps the bytes in use
+    del a
+    gc.collect()
+    b = dev.alloc(n)
+    assert b.ctypes.data != addr and dev.allocated_bytes == 2 * n
+    del view
+    gc.collect()
+    assert dev.pooled_bytes == n and dev.allocated_bytes == n
+    c = dev.alloc(n)  # the same bytes again, zeroed as asked
+    assert c.ctypes.data == addr and not c.any() and dev.pooled_bytes == 0
+    c[:] = 5
+    del c
+    d = dev.alloc(n, zeroed=False)
+    assert d.ctypes.data == addr
+    small = dev.alloc(16)  # small ones are not kept
+    del small, d, b
+    gc.collect()
+    assert dev.allocated_bytes == 0 and dev.pooled_bytes == 2 * n
+    dev.release_pool()
+    assert dev.pooled_bytes == 0 and dev.alloc(n).ctypes.data not in (None, 0)
+
+
+def test_kept_memory_is_bounded_and_released_before_an_allocation_fails(monkeypatch):
+    import gc
+
+    from tolk.runtime import device
+
+    dev = device.Device("CPU:8")
+    n = device.POOL_MIN_BYTES
+    monkeypatch.setattr(device, "POOL_BYTES", 2 * n)
+    xs = [dev.alloc(n) for _ in range(4)]
+    del xs
+    gc.collect()
+    assert dev.pooled_bytes == 2 * n  # the rest went back to the system
+    real, calls = np.empty, []
+
+    def failing_once(*a, **k):
+        calls.append(dev.pooled_bytes)
+        if len(calls) == 1:
+            raise MemoryError("simulated")
+        return real(*a, **k)
+
+    monkeypatch.setattr(device.np, "empty", failing_once)
+    dev.alloc(3 * n, zeroed=False)  # fails once, frees what is kept, then succeeds
+    assert calls == [2 * n, 0] and dev.pooled_bytes == 0
+
+
+def test_kernels_free_each_temporary_after_its_last_read():
+    from tolk.runtime.cpu import CompiledKernel
+
+    x = Tensor(np.arange(4, dtype=np.float32)).realize()
+    y = ((x * 2 + 1).exp() - x).sqrt()
+    [call] = [k for k in y.schedule_linear().src if k.op is Ops.CALL]
+    src = CompiledKernel(call.src[0]).source
+    assert src.count("del ") >= 2 and "pass" not in src
+    np.testing.assert_allclose(y.numpy(), np.sqrt(np.exp(np.arange(4) * 2 + 1) - np.arange(4)),
+                               rtol=1e-6)

@@ -372,12 +372,12 @@ def failing_alloc(monkeypatch):
     real = device.Device.alloc
     state = {"left": None, "exc": None}
 
-    def alloc(self, nbytes):
+    def alloc(self, nbytes, **kw):
         if state["left"] is not None:
             if state["left"] <= 0:
                 raise state["exc"]
             state["left"] -= 1
-        return real(self, nbytes)
+        return real(self, nbytes, **kw)
 
     monkeypatch.setattr(device.Device, "alloc", alloc)
 

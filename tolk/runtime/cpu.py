@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import string
 import threading
 from collections.abc import Callable
@@ -101,6 +102,34 @@ def _einsum_spec(full: tuple[int, ...], ops_shapes, axes) -> tuple[str, list[tup
         squeezes.append(tuple(i for i in range(len(full)) if i not in keep))
     out = "".join(labels[i] for i in range(len(full)) if i not in axes)
     return ",".join(ins) + "->" + out, squeezes
+
+
+_VALUE_NAME = re.compile(r"\bv\d+\b")
+
+
+def _free_when_dead(lines: list[str]) -> list[str]:
+    """`lines` with each value name deleted right after the last line that names it, so a
+    temporary array is freed as soon as it is read for the last time (as in a numpy
+    expression), not when the kernel returns: a chain of elementwise ops reuses the memory
+    of the values it no longer needs, where fresh memory would be faulted in every time."""
+    last: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        for name in _VALUE_NAME.findall(line):
+            last[name] = i
+    dead: dict[int, list[str]] = {}
+    for name, i in last.items():
+        dead.setdefault(i, []).append(name)
+    out = []
+    for i, line in enumerate(lines):
+        if line == "    pass" or ((m := _UNREAD_LOAD.match(line)) and last[m[1]] == i):
+            continue  # (a constant or buffer no line reads: folded into a later constant)
+        out.append(line)
+        if i in dead and i < len(lines) - 1:  # (the last line's go when the kernel returns)
+            out.append(f"    del {', '.join(dead[i])}")
+    return out
+
+
+_UNREAD_LOAD = re.compile(r"^    (v\d+) = [bc]\[\d+\]$")
 
 
 class _Codegen:
@@ -264,7 +293,8 @@ class _Codegen:
                 self.padsum(n)
                 continue
             self.node(n)
-        return "def kernel(b, vv, c):\n" + "\n".join(self.lines or ["    pass"]) + "\n"
+        lines = _free_when_dead(self.lines)
+        return "def kernel(b, vv, c):\n" + "\n".join(lines or ["    pass"]) + "\n"
 
     def node(self, n: UOp) -> None:  # noqa: C901 - one branch per op family
         op, s = n.op, [self.names.get(x) for x in n.src]

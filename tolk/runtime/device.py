@@ -20,30 +20,86 @@ from tolk.uop.ops import Ops, UOp
 _NAME = re.compile(r"^CPU(?::(\d+))?$")
 
 
+POOL_MIN_BYTES = 1 << 16  # allocations this large or larger are kept for reuse when freed
+POOL_BYTES = 1 << 28  # freed bytes a device keeps for reuse, at most
+
+
+class _Lease:
+    """The owner of one pooled allocation's bytes as numpy sees them: every array over them
+    (views too) keeps it alive, so its death says that the bytes are free again."""
+
+    __slots__ = ("mem", "__array_interface__", "__weakref__")
+
+    def __init__(self, mem: np.ndarray):
+        self.mem = mem
+        self.__array_interface__ = {"shape": mem.shape, "typestr": "|u1",
+                                    "data": (mem.ctypes.data, False), "version": 3}
+
+
 class Device:
-    """One CPU device: allocates zero-initialised raw bytes and counts what it holds."""
+    """One CPU device: allocates raw bytes (zero-initialised unless the caller fills them)
+    and counts what it holds.
+
+    Freed allocations of `POOL_MIN_BYTES` or more are kept (up to `POOL_BYTES` in all) and
+    handed out again for the same size: a program run again reuses its memory where fresh
+    memory would be faulted in page by page every time (a few times the cost of the
+    arithmetic on it). `release_pool` gives them back to the system."""
 
     def __init__(self, name: str):
         self.name = name
         self.allocated_bytes = 0
         self.peak_bytes = 0
-        self.lock = threading.Lock()
+        self.pooled_bytes = 0
+        self._pool: dict[int, list[np.ndarray]] = {}
+        self.lock = threading.RLock()  # (a lease may die, and come back, inside a locked step)
 
-    def alloc(self, nbytes: int) -> np.ndarray:
-        """Raw storage of `nbytes`; raises `MemoryError` naming the device when it fails."""
-        try:
-            raw = np.zeros(nbytes, dtype=np.uint8)
-        except (MemoryError, ValueError) as e:
-            raise MemoryError(f"{self.name}: cannot allocate {nbytes} bytes ({e})") from None
+    def alloc(self, nbytes: int, zeroed: bool = True) -> np.ndarray:
+        """Raw storage of `nbytes` (not zeroed with ``zeroed=False``: for bytes the caller
+        writes at once); raises `MemoryError` naming the device when it fails."""
+        mem = None
+        if nbytes >= POOL_MIN_BYTES:
+            with self.lock:
+                free = self._pool.get(nbytes)
+                if free:
+                    mem = free.pop()
+                    self.pooled_bytes -= nbytes
+        if mem is None:
+            mem = self._fresh(nbytes, zeroed)
+        elif zeroed:
+            mem.fill(0)
         with self.lock:
             self.allocated_bytes += nbytes
             self.peak_bytes = max(self.peak_bytes, self.allocated_bytes)
-        weakref.finalize(raw, self._release, nbytes)
-        return raw
+        if nbytes < POOL_MIN_BYTES:
+            weakref.finalize(mem, self._release, nbytes)
+            return mem
+        lease = _Lease(mem)
+        weakref.finalize(lease, self._release, nbytes, mem)
+        return np.asarray(lease)
 
-    def _release(self, nbytes: int) -> None:
+    def _fresh(self, nbytes: int, zeroed: bool) -> np.ndarray:
+        for attempt in range(2):
+            try:
+                return (np.zeros if zeroed else np.empty)(nbytes, dtype=np.uint8)
+            except (MemoryError, ValueError) as e:
+                if attempt or not self.pooled_bytes:
+                    raise MemoryError(f"{self.name}: cannot allocate {nbytes} bytes ({e})") \
+                        from None
+                self.release_pool()  # the kept bytes first, then once more
+        raise AssertionError("unreachable")
+
+    def _release(self, nbytes: int, mem: np.ndarray | None = None) -> None:
         with self.lock:
             self.allocated_bytes -= nbytes
+            if mem is not None and self.pooled_bytes + nbytes <= POOL_BYTES:
+                self._pool.setdefault(nbytes, []).append(mem)
+                self.pooled_bytes += nbytes
+
+    def release_pool(self) -> None:
+        """Free the allocations kept for reuse."""
+        with self.lock:
+            self._pool = {}
+            self.pooled_bytes = 0
 
     def __repr__(self) -> str:
         return f"Device({self.name!r})"
@@ -99,10 +155,10 @@ def buffer_storage(buf: UOp) -> np.ndarray:
 
 def set_storage(buf: UOp, data: np.ndarray) -> None:
     """Bind host data (any numpy array of exactly the buffer's bytes) to a BUFFER node."""
-    raw = get_device(buf.device).alloc(buf.nbytes)
     src = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
     if src.size != buf.nbytes:
         raise ValueError(f"{buf.short()} needs {buf.nbytes} bytes, got {src.size}")
+    raw = get_device(buf.device).alloc(buf.nbytes, zeroed=False)
     raw[:] = src
     with _storage_lock:
         _storage[buf] = raw
