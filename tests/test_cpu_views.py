@@ -440,3 +440,34 @@ def test_kernels_free_each_temporary_after_its_last_read():
     assert src.count("del ") >= 2 and "pass" not in src
     np.testing.assert_allclose(y.numpy(), np.sqrt(np.exp(np.arange(4) * 2 + 1) - np.arange(4)),
                                rtol=1e-6)
+
+
+def test_pads_with_a_value_floor_ceil_and_squares_run_as_numpys_own():
+    from tolk.runtime.cpu import CompiledKernel
+
+    def source(t):
+        [call] = [k for k in t.schedule_linear().src if k.op is Ops.CALL]
+        return CompiledKernel(call.src[0]).source
+
+    a = np.array([[np.nan, -np.inf, -2.5], [-0.5, -0.0, 1.5]], np.float32)
+    x = Tensor(a).realize()
+    for dt, v in ((np.int8, 7.5), (np.float16, -0.0), (np.float64, np.nan), (np.bool_, True)):
+        h = (np.arange(24).reshape(2, 3, 4) % 5).astype(dt)
+        got = Tensor(h).pad(((0, 1), (2, 0), (1, 1)), value=v).numpy()
+        want = np.pad(h, ((0, 1), (2, 0), (1, 1)), constant_values=v)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got.astype(float)), np.signbit(want.astype(float)))
+    assert "pad_fill" in source(x.pad(((1, 0), (0, 2)), value=-np.inf))
+    for name in ("floor", "ceil"):
+        t = getattr(x, name)()
+        assert f"np.{name}" in source(t) and "where" not in source(t)
+        got, want = t.numpy(), getattr(np, name)(a)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    assert "np.square" in source(x ** 2)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal((x ** 2).numpy(), a ** 2)
+    m = Tensor(np.array([[True, False], [False, False]])).realize()
+    assert "not_equal" not in source(m.any(1)) and m.any(1).tolist() == [True, False]
+    assert m.all(0).tolist() == [False, False]

@@ -884,12 +884,11 @@ class Tensor:
         """Round toward negative infinity; infinities, nan and -0.0 stay (numpy's floor)."""
         if not self.dtype.is_float:
             return self._copy()  # a new tensor with the same values, as numpy's
-        t = self.trunc()  # not x // 1: numpy's inf // 1 is nan
-        return (self < t).where(t - 1, t)
+        return self._alu(Ops.FLOOR)
 
     def ceil(self) -> Tensor:
-        """Round toward positive infinity, as numpy's ceil (``-floor(-x)``)."""
-        return -((-self).floor()) if self.dtype.is_float else self._copy()
+        """Round toward positive infinity, as numpy's ceil."""
+        return self._alu(Ops.CEIL) if self.dtype.is_float else self._copy()
 
     def abs(self) -> Tensor:
         if self.dtype is dtypes.bool or self.dtype.is_unsigned:
@@ -1034,14 +1033,18 @@ class Tensor:
         over an empty axis (numpy's ``any``)."""
         if any(self.shape[a] == 0 for a in self._axes(axis)):  # nothing to look at
             return (self != 0).sum(axis, keepdim) > 0
-        return (self != 0).max(axis, keepdim)  # a max of bools: no count in 64 bits
+        return self._truth().max(axis, keepdim)  # a max of bools: no count in 64 bits
 
     def all(self, axis=None, keepdim: bool = False) -> Tensor:
         """Whether every element along `axis` is nonzero (NaN counts), a bool tensor; True
         over an empty axis (numpy's ``all``)."""
         if any(self.shape[a] == 0 for a in self._axes(axis)):
             return (self == 0).sum(axis, keepdim) == 0
-        return (self != 0).min(axis, keepdim)
+        return self._truth().min(axis, keepdim)
+
+    def _truth(self) -> Tensor:
+        """Whether each element is nonzero: a bool tensor is its own."""
+        return self if self.dtype is dtypes.bool else self != 0
 
     def cumsum(self, axis=None, dtype=None) -> Tensor:
         """Running sums along `axis` (None: over the flattened tensor, as numpy's default).

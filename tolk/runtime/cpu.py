@@ -44,7 +44,7 @@ _UNARY = {
     Ops.NEG: "np.negative", Ops.EXP: "np.exp", Ops.LOG: "np.log", Ops.SQRT: "np.sqrt",
     Ops.RECIPROCAL: "np.reciprocal", Ops.SIN: "np.sin", Ops.COS: "np.cos", Ops.TANH: "np.tanh",
     Ops.ABS: "np.abs", Ops.SIGN: "np.sign", Ops.NOT: "np.logical_not", Ops.TRUNC: "np.trunc",
-    Ops.EXP2: "np.exp2", Ops.LOG2: "np.log2",
+    Ops.EXP2: "np.exp2", Ops.LOG2: "np.log2", Ops.FLOOR: "np.floor", Ops.CEIL: "np.ceil",
 }
 _BINARY = {
     Ops.ADD: "np.add", Ops.SUB: "np.subtract", Ops.MUL: "np.multiply", Ops.DIV: "np.true_divide",
@@ -164,6 +164,17 @@ class _Codegen:
                 mul = n.src[0]
                 self.skip.add(mul)
                 self.skip.update(x for x in mul.src if x.op is Ops.EXPAND and x.src[0] in ops)
+        # a pad with a value, ``WHERE(PAD(true), PAD(x), value)``: the value everywhere, x
+        # copied into its region (no mask and no padded copy of x to select from)
+        self.pad_fills: dict[UOp, UOp] = {}  # WHERE -> its PAD of x
+        for n in self.nodes:
+            if n.op is Ops.WHERE and n.src[0].op is Ops.PAD and n.src[1].op is Ops.PAD \
+                    and n.src[0].arg == n.src[1].arg and _const_arg(n.src[0].src[0]) is True \
+                    and _const_arg(n.src[2]) is not None and n.dtype is not dtypes.bfloat16 \
+                    and not any(isinstance(d, Sym) for d in shape_of(n)) \
+                    and self.users.get(n.src[0]) == 1 and self.users.get(n.src[1]) == 1:
+                self.pad_fills[n] = n.src[1]
+                self.skip.update(n.src[:2])
         # sums of padded values (how concatenation is written) add each value into its
         # region of one zeroed array, instead of padding every value to the full shape
         self.clips: dict[UOp, tuple[int, str, str]] = {}  # MAX as clip -> (line, x, bound)
@@ -331,9 +342,17 @@ class _Codegen:
                     self.lines.append("    raise ValueError('Integers to negative integer "
                                       "powers are not allowed.')")
             call = f"{_UNARY[op]}({s[0]}" if op in _UNARY else f"{_BINARY[op]}({s[0]}, {s[1]}"
+            if op is Ops.POW and n.src[1] in self.constval \
+                    and self.constval[n.src[1]].reshape(-1)[:1].tolist() == [2]:
+                call = f"np.square({s[0]}"  # what numpy's power does for a power of 2
             if n.dtype is not dtypes.bfloat16:  # a ufunc call a store may write through
                 self.ufuncs[n] = (len(self.lines), call)
             self.emit(n, self.bf16(n, call + ")"))
+        elif op is Ops.WHERE and n in self.pad_fills:
+            pad = self.pad_fills[n]
+            value = self.const(np.asarray(_const_arg(n.src[2]), dtype=cdt))
+            self.emit(n, f"pad_fill({self.names[pad.src[0]]}, {tuple(map(tuple, pad.arg))}, "
+                         f"{value}, {shape_code(shape_of(n))})")
         elif op is Ops.WHERE:
             self.emit(n, f"np.where({s[0]}, {s[1]}, {s[2]})")
         elif op is Ops.CAST and n.dtype is n.src[0].dtype:  # a copy's mark (Tensor._copy)
@@ -794,6 +813,22 @@ def keeps_value_on_ties(dt: np.dtype) -> bool:
     return True
 
 
+def _const_arg(u: UOp):
+    """The value of a constant seen through reshapes, expands, permutes and copy marks (a
+    cast to its own dtype), else None."""
+    while (u.op in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE) and len(u.src) == 1) \
+            or (u.op is Ops.CAST and u.dtype is u.src[0].dtype):
+        u = u.src[0]
+    return u.arg if u.op is Ops.CONST else None
+
+
+def pad_fill(x, pads: tuple, value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """`x` padded by `pads` with `value` (of the result's dtype): filled, then `x` copied in."""
+    out = np.full(shape, value, dtype=value.dtype)
+    out[tuple(slice(b, b + d) for (b, _), d in zip(pads, np.shape(x)))] = x
+    return out
+
+
 def concat_target(out: np.ndarray, parts: tuple, shape: tuple[int, ...], dtype,
                   covered: bool) -> np.ndarray:
     """Where a concatenation of `parts` goes: `out` itself (zeroed unless the parts cover
@@ -873,9 +908,8 @@ def bf16_round(x) -> np.ndarray:
 
 
 _GLOBALS = {"contract": contract, "exact_where_not_finite": exact_where_not_finite,
-            "ufunc_into": ufunc_into,
-            "concat_target": concat_target, "any_negative": any_negative, "take_into": take_into,
-            "ordered_reduce": ordered_reduce,
+            "ufunc_into": ufunc_into, "concat_target": concat_target, "pad_fill": pad_fill,
+            "any_negative": any_negative, "take_into": take_into, "ordered_reduce": ordered_reduce,
             "np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
             "bf16_round": bf16_round,
             "view_reshape": view_reshape, "reshape_prefix": reshape_prefix,

@@ -179,6 +179,9 @@ class Ops(int, metaclass=_OpsType):
     # running reduction along one axis, arg ``(op, axis)`` with op ADD or MUL, the value's
     # shape (numpy's cumsum and cumprod, left to right)
     SCAN = auto()
+    # unary: numpy's floor and ceil (infinities, nan and -0.0 stay)
+    FLOOR = auto()
+    CEIL = auto()
 
     name: str  # in the member's own __dict__ (an int subclass takes no slots)
 
@@ -203,7 +206,7 @@ class GroupOp:
 
     Unary = frozenset(
         {Ops.NEG, Ops.EXP, Ops.LOG, Ops.SQRT, Ops.RECIPROCAL, Ops.SIN, Ops.COS, Ops.TANH,
-         Ops.ABS, Ops.SIGN, Ops.NOT, Ops.TRUNC, Ops.EXP2, Ops.LOG2}
+         Ops.ABS, Ops.SIGN, Ops.NOT, Ops.TRUNC, Ops.EXP2, Ops.LOG2, Ops.FLOOR, Ops.CEIL}
     )
     Binary = frozenset(
         {Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.IDIV, Ops.MOD, Ops.POW, Ops.MAX, Ops.MIN,
