@@ -330,3 +330,42 @@ def test_rand_in_threads_draws_distinct_streams_and_a_failed_run_keeps_others_gr
     t[0] = 100
     t.realize()
     assert u.numpy().tolist() == [6, 6, 6] and t.numpy().tolist() == [100, 6, 6]
+
+
+def test_threads_writing_their_own_rows_of_one_tensor_lose_no_update():
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        base = Tensor(np.zeros((THREADS, 8), np.float32)).realize()
+
+        def work(k):
+            for _ in range(60):
+                v = base[k]
+                v.assign(v + 1)
+                v.realize()
+
+        assert run_threads(work) == []
+        assert base.numpy().tolist() == [[60.0] * 8] * THREADS
+    finally:
+        sys.setswitchinterval(old)
+
+
+def test_threads_reading_their_own_slices_of_one_lazy_tensor_read_its_values():
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for r in range(40):
+            a = rnd(THREADS, 8, seed=r)
+            lazy = Tensor(a) + 1
+            got: list = [None] * THREADS
+
+            def work(k):
+                v = lazy[k]
+                (v.reshape(2, 4) * 3).numpy()
+                got[k] = v.numpy()
+
+            assert run_threads(work) == []
+            for k in range(THREADS):
+                np.testing.assert_array_equal(got[k], a[k] + 1)
+    finally:
+        sys.setswitchinterval(old)

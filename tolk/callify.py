@@ -23,10 +23,11 @@ every older state of that buffer *superseded*. Invariants:
 - a view of a lazy tensor is realized through that tensor, so views made before a realize
   stay views of its buffer (numpy's aliasing), and a write through them reaches it.
 
-Threads. Realizes in several threads share the schedule cache, the intern table and the
-registries of views and lazy tensors safely while each thread realizes and assigns tensors of
-its own (a jit capture records only its own thread's schedules); one tensor realized or
-assigned from two threads at once needs the caller's lock, as a numpy array would.
+Threads. Realizes and assigns run one at a time, whatever thread asks (`state_lock`): the
+states of a buffer are one chain, which views in several threads share (threads writing
+their own rows of one tensor, reading their own slices of one lazy tensor); graph building,
+numpy's kernels (which release the GIL) and jit replays of other threads run meanwhile. A jit
+capture records only its own thread's schedules.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from tolk.schedule import (LinearStats, buffers_of, create_linear_for_program, l
                            program_by_form, program_form, program_key, program_stats,
                            remember_program_form)
 from tolk.tensor import (IdentityWeakSet, Tensor, _base_and_chain, _family_of, _join, _lazy,
-                         _view_states, _views)
+                         _view_states, _views, registry_lock)
 from tolk.uop.form import form_of, leaves, may_bind
 from tolk.uop.ops import GroupOp, Ops, UOp, node_cache
 from tolk.uop.shape import device_of, max_numel, shape_of, shape_syms
@@ -74,9 +75,10 @@ def _storage(state: UOp) -> UOp:
 
 def _register_view(t: Tensor) -> None:
     base = _base_and_chain(t.uop)
-    _views.setdefault(base, IdentityWeakSet()).add(t)
-    _lazy.discard(t)
-    t._parent = t._kids = None
+    with registry_lock:
+        _views.setdefault(base, IdentityWeakSet()).add(t)
+        _lazy.discard(t)
+        t._parent = t._kids = None
 
 
 class _Substitution:
@@ -130,6 +132,11 @@ def _root(t: Tensor) -> Tensor:
     made after it died), a new tensor over what they all view, which becomes their parent:
     realized, it leaves them views of one buffer (as numpy's views of one base), so a write
     through one reaches the others."""
+    with registry_lock:  # (other threads make views meanwhile)
+        return _root_now(t)
+
+
+def _root_now(t: Tensor) -> Tensor:
     while (p := _parent_of(t)) is not None:
         t = p
     fam = t._parent
@@ -323,7 +330,17 @@ def _copy_old_states(sink: UOp) -> UOp:
     return new[sink]
 
 
+state_lock = threading.RLock()  # one realize or assign at a time (see Threads above)
+
+
 def realize(tensors, run: bool = True, _split: bool = True, _retry: bool = True):
+    """Compute `tensors` in one schedule (see `_realize_now`), one realize or assign of any
+    thread at a time."""
+    with state_lock:
+        return _realize_now(tensors, run, _split, _retry)
+
+
+def _realize_now(tensors, run: bool = True, _split: bool = True, _retry: bool = True):
     """Compute `tensors` in one schedule; with ``run=False`` return ``(LINEAR, var_vals)`` only.
 
     A view of a live lazy tensor is computed by realizing that tensor (the view then reads
@@ -452,15 +469,17 @@ def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
     """Point the outputs (``(tensor, view of its buffer)`` pairs) at their buffers, and every
     live graph that read a realized final state or a realized output's view at the buffer."""
     rebase = []  # lazy views of an output: (view, output's node, output's buffer view)
-    for t, view in outputs:
-        if t._kids is not None:
-            rebase.extend((v, t.uop, view) for v in t._kids.kids if _parent_of(v) is t)
-    for t, view in outputs:
-        t.uop = view
-        _register_view(t)
-    for t, old, view in rebase:
-        t.uop = t.uop.substitute({old: view})
-        _register_view(t)
+    with registry_lock:  # (views made meanwhile are either rebased here or views of buffers)
+        for t, view in outputs:
+            fam = t._kids
+            if fam is not None:
+                rebase.extend((v, t.uop, view) for v in fam.kids if _parent_of(v) is t)
+        for t, view in outputs:
+            t.uop = view
+            _register_view(t)
+        for t, old, view in rebase:
+            t.uop = t.uop.substitute({old: view})
+            _register_view(t)
     if finals:
         _rebase(_Substitution({f: b for b, f in finals.items()}))
 
@@ -663,6 +682,11 @@ def _refuse_broadcast_target(target: Tensor) -> None:
 def assign(target: Tensor, x) -> Tensor:
     """Store `x` into `target`'s buffer through `target`'s view; every view of the buffer
     (including `target`) then reads the new state."""
+    with state_lock:
+        return _assign_now(target, x)
+
+
+def _assign_now(target: Tensor, x) -> Tensor:
     if isinstance(x, (list, tuple, np.ndarray)):  # host data, cast to the target's dtype
         if isinstance(x, np.ndarray) and x.dtype.kind not in "biuf":  # as Tensor(x) refuses
             raise TypeError(f"cannot assign a numpy array of dtype {x.dtype} into a "

@@ -111,6 +111,7 @@ def _random(t: Tensor) -> Tensor:
     random_buffers.add(_base_and_chain(t.uop))
     return t
 _lazy = IdentityWeakSet()
+registry_lock = threading.RLock()  # `_views`, `_lazy` and view families change under it
 
 
 class _Family(weakref.ref):
@@ -134,8 +135,9 @@ def _family_of(t: Tensor) -> _Family:
         up = fam
         fam = t._kids
         if fam is None:
-            fam = t._kids = _Family(t)
+            fam = _Family(t)
             fam.kids, fam.up, fam.subs = IdentityWeakSet(), up, []
+            t._kids = fam  # (whole before another thread can see it)
             if up is not None:
                 up.subs = [r for r in up.subs if r() is not None] + [weakref.ref(fam)]
     return fam
@@ -274,10 +276,11 @@ class Tensor:
         base = _base_and_chain(u)
         if base is not u:
             cache["base"] = base
-        if _is_base_state(base):
-            _views.setdefault(base, IdentityWeakSet()).add(self)
-        else:
-            _lazy.add(self)
+        with registry_lock:  # (one set per state: two threads' views of it in the same one)
+            if _is_base_state(base):
+                _views.setdefault(base, IdentityWeakSet()).add(self)
+            else:
+                _lazy.add(self)
 
     # -- properties ---------------------------------------------------------------------------
 
@@ -1187,9 +1190,10 @@ class Tensor:
     def _mov(self, op: Ops, arg, binds: tuple[UOp, ...] = ()) -> Tensor:
         """A movement op; `binds` (the BIND nodes giving symbolic bounds their values) ride
         along as extra sources so a symbolic shape can always be evaluated."""
-        out = Tensor(UOp(op, self.dtype, (self.uop, *binds), arg))
-        if self in _lazy:  # a view of a lazy tensor: it joins the family of the one it views
-            _join(out, _family_of(self))
+        with registry_lock:  # (a realize in another thread may make `self` a view meanwhile)
+            out = Tensor(UOp(op, self.dtype, (self.uop, *binds), arg))
+            if self in _lazy:  # a view of a lazy tensor: it joins the family of the one it views
+                _join(out, _family_of(self))
         return out
 
     def reshape(self, *shape) -> Tensor:
@@ -1210,15 +1214,17 @@ class Tensor:
                              f"({new_n})")
         if shape == self.shape:
             return self
-        u = self.uop
-        if u.op is Ops.RESHAPE and len(u.src) == 1 and shape_of(u.src[0]) != shape \
-                and (self not in _lazy or self._parent is not None and self._parent() is not None):
-            # a reshape of a reshape is one reshape of the first one's source; not when `self`
-            # is a computed tensor of its own (its views must keep passing through its node)
-            out = Tensor(UOp(Ops.RESHAPE, self.dtype, u.src, shape))
-            if self in _lazy:
-                _join(out, self._parent)
-            return out
+        with registry_lock:  # (a realize in another thread may make `self` a view meanwhile)
+            u, lazy, parent = self.uop, self in _lazy, self._parent
+            if u.op is Ops.RESHAPE and len(u.src) == 1 and shape_of(u.src[0]) != shape \
+                    and (not lazy or parent is not None and parent() is not None):
+                # a reshape of a reshape is one reshape of the first one's source; not when
+                # `self` is a computed tensor of its own (its views must keep passing through
+                # its node)
+                out = Tensor(UOp(Ops.RESHAPE, self.dtype, u.src, shape))
+                if lazy:
+                    _join(out, parent)
+                return out
         return self._mov(Ops.RESHAPE, shape)
 
     view = reshape
