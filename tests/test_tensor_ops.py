@@ -3100,3 +3100,45 @@ def test_a_broadcast_view_stays_read_only_when_its_base_is_dropped_and_setitem_c
     assert f.numpy().tolist() == [0, 5, 6, 0]
     want = np.array([1.7, -2.5, 300.0], np.float32).astype(np.int8)
     np.testing.assert_array_equal(i.numpy(), want)
+
+
+def test_realizing_a_lazy_tensor_rebases_its_kept_views_in_one_shared_walk(monkeypatch):
+    from tolk.uop.ops import UOp
+
+    n = 600
+    x = Tensor(np.arange(24, dtype=np.float32).reshape(2, 3, 4)) + 1
+    keep = []
+    for i in range(n):  # a chain of views of a lazy tensor, every 10th kept
+        x = x.permute(1, 2, 0) if i % 2 else x.reshape(4, 3, 2).reshape(2, 3, 4)
+        if i % 10 == 0:
+            keep.append(x)
+    real, seen = UOp.toposort, [0]
+
+    def counting(self, *a, **k):
+        out = real(self, *a, **k)
+        seen[0] += len(out)
+        return out
+
+    monkeypatch.setattr(UOp, "toposort", counting)
+    base = keep[0].numpy()
+    assert seen[0] < 20 * n  # each kept view walked apart: ~n * len(keep) / 2 nodes
+    monkeypatch.undo()
+    np.testing.assert_array_equal(base, np.arange(24, dtype=np.float32).reshape(2, 3, 4) + 1)
+    want = np.arange(24, dtype=np.float32).reshape(2, 3, 4) + 1
+    for i in range(n):
+        want = np.transpose(want, (1, 2, 0)) if i % 2 else want.reshape(4, 3, 2).reshape(2, 3, 4)
+    np.testing.assert_array_equal(x.numpy(), want)
+
+
+def test_only_pending_states_are_looked_at_for_the_views_they_hold():
+    from tolk.tensor import _view_states
+
+    before = set(_view_states())  # (pending states other tests left)
+    ws = [Tensor(np.zeros(3, np.float32)).realize() for _ in range(50)]
+    views = [w[1:] for w in ws]
+    w0 = ws[0]
+    w0.assign(w0 + 1)  # one pending state
+    states = set(_view_states()) - before
+    assert all(s.op is Ops.AFTER for s in _view_states()) and len(states) == 1
+    w0.realize()
+    assert not set(_view_states()) - before and views[0].numpy().tolist() == [1, 1]

@@ -48,7 +48,7 @@ from tolk.schedule import (LinearStats, buffers_of, create_linear_for_program, l
                            program_by_form, program_form, program_key, program_stats,
                            remember_program_form)
 from tolk.tensor import (IdentityWeakSet, Tensor, _base_and_chain, _family_of, _join, _lazy,
-                         _view_states, _views, registry_lock)
+                         _view_states, _views, register_view, registry_lock)
 from tolk.uop.form import form_of, leaves, may_bind
 from tolk.uop.ops import GroupOp, Ops, UOp, node_cache
 from tolk.uop.shape import device_of, max_numel, shape_of, shape_syms
@@ -76,7 +76,7 @@ def _storage(state: UOp) -> UOp:
 def _register_view(t: Tensor) -> None:
     base = _base_and_chain(t.uop)
     with registry_lock:
-        _views.setdefault(base, IdentityWeakSet()).add(t)
+        register_view(t, base)
         _lazy.discard(t)
         t._parent = t._kids = None
 
@@ -477,8 +477,9 @@ def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
         for t, view in outputs:
             t.uop = view
             _register_view(t)
-        for t, old, view in rebase:
-            t.uop = t.uop.substitute({old: view})
+        sub = _Substitution({old: view for _, old, view in rebase})  # one memo: kept views
+        for t, _, _ in rebase:  # of a long chain share their prefixes (linear, not quadratic)
+            t.uop = sub(t.uop)
             _register_view(t)
     if finals:
         _rebase(_Substitution({f: b for b, f in finals.items()}))

@@ -112,6 +112,7 @@ def _random(t: Tensor) -> Tensor:
     return t
 _lazy = IdentityWeakSet()
 registry_lock = threading.RLock()  # `_views`, `_lazy` and view families change under it
+_after_states: weakref.WeakSet[UOp] = weakref.WeakSet()  # pending states views are under
 
 
 class _Family(weakref.ref):
@@ -149,11 +150,26 @@ def _join(view: Tensor, fam: _Family) -> None:
 
 
 def _view_states() -> list[UOp]:
-    """The states that live views are registered under, as a snapshot another thread cannot
-    disturb: iterating `_views` itself runs Python code between entries, and a view registered
-    by another thread meanwhile makes that iteration raise (copying the underlying dict's keys
-    is one step under the GIL)."""
-    return [s for r in list(_views.data) if (s := r()) is not None]
+    """The pending states (AFTERs) that live views are registered under, as a snapshot: found
+    in `_after_states`, not by a walk of every view's state (a realize with an assign asks, and
+    a model holds thousands of views of buffers); the states there no view holds any more are
+    dropped."""
+    with registry_lock:
+        out = []
+        for r in list(_after_states.data):
+            s = r()
+            if s is not None and _views.get(s):
+                out.append(s)
+            elif s is not None:
+                _after_states.discard(s)
+        return out
+
+
+def register_view(t: Tensor, state: UOp) -> None:
+    """Register `t` as a view of buffer state `state` (under `registry_lock`)."""
+    _views.setdefault(state, IdentityWeakSet()).add(t)
+    if state.op is Ops.AFTER:
+        _after_states.add(state)
 
 
 def _norm_axis(axis: int, ndim: int, rank: int | None = None) -> int:
@@ -278,7 +294,7 @@ class Tensor:
             cache["base"] = base
         with registry_lock:  # (one set per state: two threads' views of it in the same one)
             if _is_base_state(base):
-                _views.setdefault(base, IdentityWeakSet()).add(self)
+                register_view(self, base)
             else:
                 _lazy.add(self)
 
