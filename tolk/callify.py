@@ -23,11 +23,14 @@ every older state of that buffer *superseded*. Invariants:
 - a view of a lazy tensor is realized through that tensor, so views made before a realize
   stay views of its buffer (numpy's aliasing), and a write through them reaches it.
 
-Threads. Realizes and assigns run one at a time, whatever thread asks (`state_lock`): the
-states of a buffer are one chain, which views in several threads share (threads writing
-their own rows of one tensor, reading their own slices of one lazy tensor); graph building,
-numpy's kernels (which release the GIL) and jit replays of other threads run meanwhile. A jit
-capture records only its own thread's schedules.
+Threads. Realizes and assigns run one at a time, whatever thread asks (`state_lock`), and
+views and lazy tensors are registered under `registry_lock`: threads may read one tensor, its
+views and views of one lazy tensor at once; graph building, numpy's kernels (which release the
+GIL) and jit replays of other threads run meanwhile. The states of a buffer are one chain:
+threads that write into one buffer (their own rows of one tensor, through views of it) need a
+lock of their own around what they build over it, assign and realize, as a numpy array's
+writers would around a read-modify-write. A jit capture records only its own thread's
+schedules.
 """
 
 from __future__ import annotations
