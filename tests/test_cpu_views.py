@@ -147,6 +147,7 @@ def count_contractions(monkeypatch):
         return cpu.contract(spec, a, b)
 
     monkeypatch.setattr(cpu, "_compiled", {})
+    monkeypatch.setattr(cpu, "_compiled_chars", [0])
     monkeypatch.setitem(cpu._GLOBALS, "contract", counting)
     return calls
 
@@ -185,6 +186,7 @@ def test_a_long_window_chain_composes_without_recursion():
 def test_a_window_chain_too_large_to_check_runs_op_by_op(monkeypatch):
     monkeypatch.setattr(cpu, "MAX_INDEX_ARRAY", 8)
     monkeypatch.setattr(cpu, "_compiled", {})
+    monkeypatch.setattr(cpu, "_compiled_chars", [0])
     rng = np.random.default_rng(2)
     x = rng.standard_normal((2, 3, 11, 10)).astype(np.float32)
     w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
@@ -291,11 +293,39 @@ def test_a_contraction_with_a_nan_fixes_only_the_elements_it_reaches():
 
 def test_the_compiled_kernel_cache_is_bounded(monkeypatch):
     monkeypatch.setattr(cpu, "_compiled", {})
+    monkeypatch.setattr(cpu, "_compiled_chars", [0])
     monkeypatch.setattr(cpu, "KERNEL_CACHE_SIZE", 8)
     a = Tensor(np.arange(4, dtype=np.float32)).realize()
     for i in range(30):  # a new scalar each time: a new kernel each time
         assert (a * float(i) + 1).numpy().tolist() == (np.arange(4) * i + 1).tolist()
     assert len(cpu._compiled) <= 8
+    monkeypatch.setattr(cpu, "KERNEL_CACHE_SIZE", 4096)
+    monkeypatch.setattr(cpu, "KERNEL_CACHE_CHARS", 3000)  # bounded by source size as well
+    for i in range(30):
+        x = a + float(i)
+        for _ in range(10):
+            x = (x * 1.5).relu()
+        x.numpy()
+    assert 1 <= len(cpu._compiled) < 30 and cpu._compiled_chars[0] == sum(
+        len(k.source) for k in cpu._compiled.values())
+    assert cpu._compiled_chars[0] <= 3000 or len(cpu._compiled) == 1
+
+
+def test_the_schedule_caches_are_bounded_by_the_nodes_they_hold(monkeypatch):
+    import tolk.schedule as sched
+
+    sched.schedule_cache_clear()
+    monkeypatch.setattr(sched, "SCHEDULE_CACHE_NODES", 400)
+    for n in range(1, 40):  # a new program per input length
+        x = Tensor(np.ones(n, np.float32))
+        for _ in range(10):
+            x = (x * 1.01 + 0.5).relu()
+        assert x.sum().item() > 0
+    assert 1 <= len(sched._programs) < 39 and len(sched._by_form) < 39
+    assert sched._programs_nodes[0] == sum(p.nodes for p in sched._programs.values()) <= 400
+    assert sched._by_form_nodes[0] == sum(w for _, w in sched._by_form.values()) <= 400
+    sched.schedule_cache_clear()
+    assert sched._programs_nodes[0] == sched._by_form_nodes[0] == 0
 
 
 def test_an_elementwise_result_is_written_into_its_buffer_with_overlapping_inputs_handled():

@@ -946,18 +946,26 @@ compile_count = [0]
 
 KERNEL_CACHE_SIZE = 4096  # compiled kernels kept (a constant is part of a kernel: a loop
 # over ever new scalars would otherwise keep one kernel per value)
+KERNEL_CACHE_CHARS = 1 << 23  # and their sources' characters in all (a kernel's code and
+# constants take some 3-4 bytes a character): big kernels go sooner
+_compiled_chars = [0]
 
 
 def get_kernel(ast: UOp, device: str) -> CompiledKernel:
     """The compiled form of `ast` for `device`, compiled once while it stays among the last
-    `KERNEL_CACHE_SIZE` kernels compiled (the oldest go first)."""
+    `KERNEL_CACHE_SIZE` kernels compiled, `KERNEL_CACHE_CHARS` of source in all (the oldest
+    go first)."""
     k = (ast.key, device)
     fn = _compiled.get(k)
     if fn is None:
         fn = CompiledKernel(ast)
         with _compile_lock:
-            fn = _compiled.setdefault(k, fn)
+            kept = _compiled.setdefault(k, fn)
+            if kept is fn:
+                _compiled_chars[0] += len(fn.source)
+            fn = kept
             compile_count[0] += 1
-            while len(_compiled) > KERNEL_CACHE_SIZE:
-                del _compiled[next(iter(_compiled))]
+            while len(_compiled) > KERNEL_CACHE_SIZE or (
+                    _compiled_chars[0] > KERNEL_CACHE_CHARS and len(_compiled) > 1):
+                _compiled_chars[0] -= len(_compiled.pop(next(iter(_compiled))).source)
     return fn

@@ -465,6 +465,12 @@ class ScheduleCacheInfo:
 
 
 SCHEDULE_CACHE_SIZE = 4096  # schedules kept; the least recently used one goes first
+# nodes the cached programs' schedules hold in all (kernel ASTs and calls; some 1 KB a node
+# with what they keep alive): past it the least recently used programs go too, so many
+# distinct big programs (a model at many input sizes) do not keep gigabytes
+SCHEDULE_CACHE_NODES = 1 << 18
+_programs_nodes = [0]
+_by_form_nodes = [0]
 # value: (LINEAR, the sink it came from). Holding the sink keeps its nodes, and so their cached
 # keys, alive: the next realize of the same program rebuilds the same (interned) nodes and
 # finds their keys already computed.
@@ -482,7 +488,9 @@ def schedule_cache_clear() -> None:
     with _cache_lock:
         _cache.clear()
         _programs.clear()
+        _programs_nodes[0] = 0
         _by_form.clear()
+        _by_form_nodes[0] = 0
         _cache_counts[:] = [0, 0]
 
 
@@ -911,17 +919,32 @@ def program_by_form(form_key: tuple) -> Any:
         found = _by_form.get(form_key)
         if found is not None:
             _by_form.move_to_end(form_key)
-        return found
+            return found[0]
+        return None
 
 
 def remember_program_form(form_key: tuple, value: Any) -> None:
     """Keep `value` (not None) under `form_key`; the least recently used entries go first."""
     if not SCACHE.value:
         return
+    weight = _key_weight(value)
     with _cache_lock:
-        _by_form[form_key] = value
-        while len(_by_form) > SCHEDULE_CACHE_SIZE:
-            _by_form.popitem(last=False)
+        old = _by_form.pop(form_key, None)
+        if old is not None:
+            _by_form_nodes[0] -= old[1]
+        _by_form[form_key] = (value, weight)
+        _by_form_nodes[0] += weight
+        while len(_by_form) > SCHEDULE_CACHE_SIZE or (
+                _by_form_nodes[0] > SCHEDULE_CACHE_NODES and len(_by_form) > 1):
+            _by_form_nodes[0] -= _by_form.popitem(last=False)[1][1]
+
+
+def _key_weight(value: Any) -> int:
+    """The nodes a remembered value's program key describes (it keeps their graph alive)."""
+    key = value[0] if isinstance(value, tuple) and value else value
+    if not isinstance(key, ProgramKey):
+        return 1
+    return sum(len(p) if isinstance(p, tuple) else 1 for p in key.parts)
 
 
 def program_params(bufs: list[UOp]) -> tuple[UOp, ...]:
@@ -989,6 +1012,7 @@ class _Program:
     binds: tuple[UOp, ...]
     planned: _Template | None = None
     _stats: dict[bool, LinearStats] = field(default_factory=dict)
+    nodes: int = 0  # in the resolved schedule (its weight in the cache)
 
     def template(self, plan: bool) -> _Template:
         if not plan:
@@ -1053,8 +1077,10 @@ def _new_program(key: ProgramKey, sink: UOp, bufs: list[UOp], binds: list[UOp],
              c.replace(src=(c.src[0], *(a.substitute(to_param) for a in c.src[1:])))
              for c in calls]
     used, call_binds = _variables_of(calls)
-    resolved = _template(UOp(Ops.LINEAR, src=tuple(calls)))
-    return _Program(key, resolved, frozenset(used), tuple(call_binds))
+    linear = UOp(Ops.LINEAR, src=tuple(calls))
+    resolved = _template(linear)
+    return _Program(key, resolved, frozenset(used), tuple(call_binds),
+                    nodes=len(linear.toposort()))
 
 
 def _bind(t: _Template, bufs: list[UOp]) -> UOp:
@@ -1105,9 +1131,13 @@ def create_linear_for_program(
     if prog is None:
         prog = _new_program(key, make_sink(), bufs, binds, on_cycle)
         with _cache_lock:
-            prog = _programs.setdefault(key, prog)
-            while len(_programs) > SCHEDULE_CACHE_SIZE:
-                _programs.popitem(last=False)
+            kept = _programs.setdefault(key, prog)
+            if kept is prog:
+                _programs_nodes[0] += prog.nodes
+            prog = kept
+            while len(_programs) > SCHEDULE_CACHE_SIZE or (
+                    _programs_nodes[0] > SCHEDULE_CACHE_NODES and len(_programs) > 1):
+                _programs_nodes[0] -= _programs.popitem(last=False)[1].nodes
     var_vals = (_collect_var_vals((*binds, *prog.binds), prog.used)
                 if binds or prog.binds or prog.used else {})
 
