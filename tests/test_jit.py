@@ -794,3 +794,26 @@ def test_lazy_tensors_made_before_a_capture_or_a_replay_keep_their_values():
     r = w * 1
     out = g(one)
     assert r.numpy().tolist() == [2, 2] and out.numpy().tolist() == [6, 6]
+
+
+def test_a_lazy_reader_that_fails_does_not_block_the_replays_that_overwrite_what_it_reads():
+    @tolk.jit
+    def f(a):
+        a += 1
+
+    x = Tensor(np.array([1, 2, 3], np.int32))
+    f(x)
+    f(x)
+    bad = x ** Tensor(np.array([-1, 1, 1], np.int32))  # fails whenever it is computed
+    for _ in range(3):
+        f(x)
+    assert x.numpy().tolist() == [6, 7, 8]
+    with pytest.raises(ValueError, match="negative integer powers"):
+        bad.realize()
+
+
+def test_a_variable_named_like_a_kernel_value_is_no_value_name():
+    v = Variable("v3", 1, 8)
+    t = Tensor(np.arange(8, dtype=np.float32))
+    np.testing.assert_allclose(t[:v.bind(3)].exp().sum().numpy(), np.exp(np.arange(3)).sum(),
+                               rtol=1e-6)

@@ -3038,11 +3038,13 @@ def test_copies_keep_the_device_and_lists_take_one_dtype_whatever_the_order():
     assert Tensor([[1, 2], [3, 4]]).dtype is dtypes.int32  # Python scalars only: the defaults
 
 
-def test_arange_refuses_values_its_dtype_cannot_hold_as_numpy():
+def test_arange_refuses_a_start_its_dtype_cannot_hold_as_numpy():
     with pytest.raises(ValueError, match="250 is out of range for int8"):
         Tensor.arange(250, 260, dtype="int8")
     with pytest.raises(ValueError, match="-1 is out of range for uint8"):
         Tensor.arange(-1, 3, dtype="uint8")
+    np.testing.assert_array_equal(Tensor.arange(250, 260, dtype="uint8").numpy(),  # numpy's:
+                                  np.arange(250, 260, dtype=np.uint8))  # the rest wraps
     with pytest.raises(TypeError, match="at most 2"):
         Tensor.arange(3, dtype="bool")
     assert Tensor.arange(2, dtype="bool").tolist() == [False, True]
@@ -3070,6 +3072,10 @@ def test_equality_with_none_or_strings_and_index_protocols_are_numpys_or_pythons
     assert q.tolist() == [-4, 2] and r.tolist() == [-2, 2]
     with pytest.raises(TypeError, match="int32 tensor with complex64"):
         Tensor([1, 2], dtype="int32") * np.complex64(1)
+    from fractions import Fraction
+    for odd in (Fraction(1, 2), 1j):  # numbers tensors do not take: as in arithmetic
+        with pytest.raises(TypeError):
+            Tensor([1]) == odd
 
 
 def test_bfloat16_from_ints_past_64_bits_rounds_once():

@@ -59,7 +59,9 @@ from tolk.uop.shape import device_of, max_numel, shape_of, shape_syms
 # Called as hook(planned LINEAR, var_vals, seconds spent scheduling, stats) for every realize;
 # stats() gives the schedule's `LinearStats`: exact from the cached program (unplanned bytes
 # and floor of the unplanned schedule, as `tolk.schedule.planned_stats`); with SCACHE=0 the
-# planned schedule's `linear_stats` (whose limits its docstring names).
+# planned schedule's `linear_stats` (whose limits its docstring names). A hook runs inside the
+# realize, with `state_lock` held: it may realize tensors itself, but must not wait for
+# another thread's tensor work (that thread waits for the lock).
 schedule_hooks: list = []
 # The tag of realize's program keys: a realize's program is made from the tensors' graph
 # (`_build_sink`), not scheduled as that graph, so its keys never meet a sink's.
@@ -387,7 +389,8 @@ def _realize_now(tensors, run: bool = True, _split: bool = True, _retry: bool = 
         if more is not tensors:
             ids = {id(t) for t in asked}
             taken = [t for t in more if id(t) not in ids]
-            if _realize.capturing and _run_lazy_before(taken, _realize.capturing[0]):
+            if _realize.capturing and run and _run_lazy_before(taken, _realize.capturing[0],
+                                                              finals):
                 return realize(asked, run, _split, _retry)  # (they are settled: not taken)
             tensors = more
             computed, pending = _outputs(tensors)
@@ -763,7 +766,7 @@ def _run_pending_before(tensors: list[Tensor], capturer) -> None:
         _realize.capturing.append(capturer)
 
 
-def _run_lazy_before(taken: list[Tensor], capturer) -> bool:
+def _run_lazy_before(taken: list[Tensor], capturer, finals: dict[UOp, UOp]) -> bool:
     """Inside a jit capture: realize, for real and outside the capture, the lazy tensors
     among `taken` (lazy readers of what the captured function overwrites) that lived before
     it began, so the capture does not take them as its own (every replay would compute them
@@ -774,7 +777,7 @@ def _run_lazy_before(taken: list[Tensor], capturer) -> bool:
         return False
     _realize.capturing.remove(capturer)
     try:
-        realize(outside)
+        _realize_or_detach(outside, {_storage(s) for s in finals})
     finally:
         _realize.capturing.append(capturer)
     return True
@@ -782,11 +785,20 @@ def _run_lazy_before(taken: list[Tensor], capturer) -> bool:
 
 def realize_readers(bufs: list[UOp]) -> None:
     """Realize the live lazy tensors that may read one of the buffers `bufs` (before a jit
-    replay writes them: each keeps the value it has now, as a realize's closure gives it)."""
+    replay writes them: each keeps the value it has now, as a realize's closure gives it);
+    where that fails (a reader's own kernel raises), they read a copy of those buffers from
+    now on instead, and their own realize raises their error."""
     written = set(bufs)
     readers = [t for t in list(_lazy) if _may_read(t.uop, written)]
     if readers:
+        _realize_or_detach(readers, written)
+
+
+def _realize_or_detach(readers: list[Tensor], bufs: set[UOp]) -> None:
+    try:
         realize(readers)
+    except Exception:  # those that did not run read a copy (their realize raises again)
+        _detach_unrun(bufs, readers)
 
 
 assign_count = [0]  # assigns made in this process (any thread): a replay's cue to look

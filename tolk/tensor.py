@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import operator
 import threading
 import weakref
@@ -219,8 +220,9 @@ DEFER_TO: set[type] = set()
 
 def _alien(x: Any) -> bool:
     """Whether `x` is nothing a tensor computes with: no number, array, list or tensor (an
-    equality with it is Python's own, not elementwise)."""
-    return not isinstance(x, (Tensor, BoundVariable, bool, int, float, np.generic, np.ndarray,
+    equality with it, None's say, is Python's own, not elementwise; a number of a kind
+    tensors do not take, a Fraction or a complex, is a TypeError as in arithmetic)."""
+    return not isinstance(x, (Tensor, BoundVariable, numbers.Number, np.generic, np.ndarray,
                               list, tuple)) and type(x) not in DEFER_TO
 
 
@@ -482,11 +484,10 @@ class Tensor:
                                            else dtypes.default_int if fits else dtypes.int64)
         if d is dtypes.bool and arr.size > 2:  # numpy's rule
             raise TypeError(f"arange of bools has at most 2 elements, got {arr.size}")
-        if d.is_int and d is not dtypes.bool and arr.size:  # as numpy: no wrapping
-            info = np.iinfo(d.np)
-            for v in (arr[0], arr[-1]):
-                if not info.min <= v <= info.max:
-                    raise ValueError(f"arange value {v} is out of range for {d.name}")
+        if d.is_int and d is not dtypes.bool and isinstance(start, (int, np.integer)):
+            info = np.iinfo(d.np)  # as numpy: a start the dtype cannot hold is refused (the
+            if not info.min <= start <= info.max:  # values after it wrap)
+                raise ValueError(f"arange's start {start} is out of range for {d.name}")
         return Tensor(arr, device=device, dtype=d)
 
     @staticmethod

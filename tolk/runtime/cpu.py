@@ -112,10 +112,12 @@ def _free_when_dead(lines: list[str]) -> list[str]:
     temporary array is freed as soon as it is read for the last time (as in a numpy
     expression), not when the kernel returns: a chain of elementwise ops reuses the memory
     of the values it no longer needs, where fresh memory would be faulted in every time."""
+    made = {m[1] for line in lines if (m := _ASSIGNED.match(line))}
     last: dict[str, int] = {}
-    for i, line in enumerate(lines):
-        for name in _VALUE_NAME.findall(line):
-            last[name] = i
+    for i, line in enumerate(lines):  # (a variable's name in ``vv['v3']`` is no value name)
+        for name in _VALUE_NAME.findall(_STRING.sub("''", line)):
+            if name in made:
+                last[name] = i
     dead: dict[int, list[str]] = {}
     for name, i in last.items():
         dead.setdefault(i, []).append(name)
@@ -130,6 +132,8 @@ def _free_when_dead(lines: list[str]) -> list[str]:
 
 
 _UNREAD_LOAD = re.compile(r"^    (v\d+) = [bc]\[\d+\]$")
+_ASSIGNED = re.compile(r"^    (v\d+) = ")
+_STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 
 class _Codegen:
