@@ -494,6 +494,11 @@ def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
 def _rebase(sub: _Substitution) -> None:
     """Every live tensor's graph (views, by the states they are registered under, and lazy
     tensors) substituted by `sub`, its states mapped to what replaces them."""
+    with registry_lock:  # (views and lazy tensors other threads make meanwhile are rebased)
+        _rebase_now(sub)
+
+
+def _rebase_now(sub: _Substitution) -> None:
     bufs = {_storage(k) for k in sub.mapping}
     for state in _view_states():
         if state.op is Ops.AFTER and _may_read(state, bufs) and (new := sub(state)) is not state:
@@ -740,11 +745,12 @@ def _assign_now(target: Tensor, x) -> Tensor:
                                         f"{vals[name]} and {v}: realize its parts apart first")
     new_state = UOp(Ops.AFTER, state.dtype,
                     (state, UOp(Ops.STORE, dtypes.void, (target.uop, x.uop))))
-    views = _views.pop(state, IdentityWeakSet())
-    views.add(target)
-    for t in views:
-        t.uop = t.uop.substitute({state: new_state})
-        _register_view(t)
+    with registry_lock:  # (a view another thread makes meanwhile is moved too)
+        views = _views.pop(state, IdentityWeakSet())
+        views.add(target)
+        for t in views:
+            t.uop = t.uop.substitute({state: new_state})
+            _register_view(t)
     _note_pending(new_state)
     return target
 
