@@ -14,9 +14,10 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tensor_strategies import FEW, cases
+from tolk.dtype import dtypes
 from tolk.runtime import cpu
 from tolk.tensor import Tensor
-from tolk.uop.ops import GroupOp, Ops
+from tolk.uop.ops import GroupOp, Ops, UOp
 from tolk.uop.shape import shape_of
 
 
@@ -501,3 +502,22 @@ def test_pads_with_a_value_floor_ceil_and_squares_run_as_numpys_own():
     m = Tensor(np.array([[True, False], [False, False]])).realize()
     assert "not_equal" not in source(m.any(1)) and m.any(1).tolist() == [True, False]
     assert m.all(0).tolist() == [False, False]
+
+
+def test_disjoint_pads_are_found_by_one_sort_and_overlaps_still_seen():
+    from tolk.runtime.cpu import _disjoint
+
+    base = UOp(Ops.CONST, dtypes.float32, (), 1.0)
+    src = UOp(Ops.EXPAND, dtypes.float32, (UOp(Ops.RESHAPE, dtypes.float32, (base,), (1, 1)),),
+              (2, 3))
+
+    def pad(b0, b1):  # a (2, 3) block placed at (b0, b1) in a (6, 9) array
+        return UOp(Ops.PAD, dtypes.float32, (src,), ((b0, 4 - b0), (b1, 6 - b1)))
+
+    assert _disjoint([pad(0, 6), pad(0, 0), pad(0, 3)])  # apart along axis 1, in any order
+    assert _disjoint([pad(0, 0), pad(2, 1), pad(4, 2)])  # apart along axis 0
+    assert not _disjoint([pad(0, 0), pad(1, 2)])  # they meet at (1, 2)
+    assert _disjoint([pad(0, 0), pad(2, 2), pad(0, 3)])  # pair by pair apart, on either axis
+    parts = [np.full((1, 2), i, np.float32) for i in range(300)]
+    got = Tensor.stack(*[Tensor(p) for p in parts]).numpy()
+    np.testing.assert_array_equal(got, np.stack(parts))
