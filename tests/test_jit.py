@@ -817,3 +817,39 @@ def test_a_variable_named_like_a_kernel_value_is_no_value_name():
     t = Tensor(np.arange(8, dtype=np.float32))
     np.testing.assert_allclose(t[:v.bind(3)].exp().sum().numpy(), np.exp(np.arange(3)).sum(),
                                rtol=1e-6)
+
+
+def test_a_jitted_method_captures_once_per_instance():
+    class Lin:
+        def __init__(self, w):
+            self.w = Tensor(w).realize()
+
+        @tolk.jit
+        def __call__(self, x):
+            return (x @ self.w).relu()
+
+        @tolk.jit
+        def step(self, g):
+            self.w.assign(self.w - 0.5 * g)
+
+    rng = np.random.default_rng(0)
+    w1, w2 = (rng.standard_normal((4, 3)).astype(np.float32) for _ in range(2))
+    a, b = Lin(w1), Lin(w2)
+    for _ in range(4):  # plain call, capture, replays: each instance its own weights
+        x = rng.standard_normal((2, 4)).astype(np.float32)
+        np.testing.assert_allclose(a(Tensor(x)).numpy(), np.maximum(x @ w1, 0), rtol=1e-5)
+        np.testing.assert_allclose(b(Tensor(x)).numpy(), np.maximum(x @ w2, 0), rtol=1e-5)
+        a.step(Tensor(np.ones((4, 3), np.float32)))
+        w1 = w1 - 0.5
+    np.testing.assert_allclose(a.w.numpy(), w1, rtol=1e-5)
+    assert a.__call__ is a.__call__ and a.__call__ is not b.__call__ and a.__call__.calls == 2
+
+    class Slotted:
+        __slots__ = ("w",)
+
+        @tolk.jit
+        def f(self, x):
+            return x
+
+    with pytest.raises(JitError, match="__dict__ or weak"):
+        Slotted().f(Tensor([1.0]))

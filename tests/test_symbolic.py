@@ -405,3 +405,14 @@ def test_assign_refuses_a_target_and_value_binding_one_variable_twice_and_eq_wit
     assert z.numpy().tolist() == [1] * 4
     v = q.bind(3)
     assert (v == None) is False and (v == "a") is False and v not in [None, "a"]  # noqa: E711
+
+
+def test_reshape_infers_minus_one_as_the_symbolic_dimension_left_out():
+    n = Variable("rsn", 1, 10).bind(4)
+    x = Tensor(np.arange(10, dtype=np.float32))[:n]
+    col = x.reshape(-1, 1)
+    assert str(col.shape) == "(rsn, 1)" and col.numpy().ravel().tolist() == [0, 1, 2, 3]
+    y = Tensor(np.ones((10, 3), np.float32))[:n]
+    assert y.reshape(-1, 1, 3).numpy().shape == (4, 1, 3)
+    with pytest.raises(ShapeError, match="symbolic dimensions must stay"):
+        y.reshape(-1)  # n * 3: no symbolic size of a product

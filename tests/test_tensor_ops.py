@@ -2654,9 +2654,12 @@ def test_half_precision_softmax_and_average_pool_accumulate_in_float32():
     assert big.dtype is dtypes.float16 and big.numpy().ravel().tolist() == [40000]
 
 
-def test_gather_clips_uint64_indices_past_int64_and_cat_skips_empty_parts():
+def test_gather_refuses_uint64_indices_past_int64_and_cat_skips_empty_parts():
     got = Tensor(np.arange(3)).gather(Tensor(np.array([2**63, 2**64 - 1, 1, 0], np.uint64)))
-    assert got.numpy().tolist() == [2, 2, 1, 0]
+    with pytest.raises(IndexError, match="out of bounds for axis 0 with size 3"):
+        got.numpy()
+    ok = Tensor(np.arange(3)).gather(Tensor(np.array([2, 1, 0], np.uint64)))
+    assert ok.numpy().tolist() == [2, 1, 0]
     neg = Tensor(np.array([-0.0], np.float32))
     empty = Tensor(np.zeros(0, np.float32))
     for out in (neg.cat(empty), empty.cat(neg), Tensor.cat(empty, neg, empty)):
@@ -2941,8 +2944,17 @@ def test_inplace_operators_cast_back_as_numpys_same_kind_rule():
 
 def test_gather_written_into_its_output_and_into_the_buffer_it_reads():
     w = np.random.default_rng(1).random((64, 8)).astype(np.float32)
-    idx = np.array([-5, 0, 63, 70, 3, 3], np.int32)
-    np.testing.assert_array_equal(Tensor(w).gather(Tensor(idx)).numpy(), w[np.clip(idx, 0, 63)])
+    idx = np.array([-5, 0, 63, -64, 3, 3], np.int32)  # negative ones count from the end
+    np.testing.assert_array_equal(Tensor(w).gather(Tensor(idx)).numpy(), np.take(w, idx, 0))
+    for bad in (64, -65):  # as numpy's take: an IndexError, raised before any store
+        out = Tensor(np.zeros((2, 8), np.float32)).realize()
+        out.assign(Tensor(w).gather(Tensor(np.array([1, bad], np.int32))))
+        with pytest.raises(IndexError, match="out of bounds"):
+            out.realize()
+        assert out.numpy().sum() == 0
+        emb = Tensor(np.array([bad], np.int64)).embedding(Tensor(w))
+        with pytest.raises(IndexError, match="out of bounds"):
+            emb.numpy()
     x = Tensor(np.arange(12, dtype=np.float32).reshape(4, 3)).realize()
     x.assign(x.gather(Tensor(np.array([3, 2, 1, 0], np.int32))))  # rows of itself, reversed
     np.testing.assert_array_equal(x.numpy(), np.arange(12).reshape(4, 3)[::-1])
@@ -3148,3 +3160,13 @@ def test_only_pending_states_are_looked_at_for_the_views_they_hold():
     assert all(s.op is Ops.AFTER for s in _view_states()) and len(states) == 1
     w0.realize()
     assert not set(_view_states()) - before and views[0].numpy().tolist() == [1, 1]
+
+
+def test_cat_takes_a_list_and_arrays_next_to_tensors_get_a_hint():
+    a, b = Tensor([1.0]), Tensor([2.0])
+    assert Tensor.cat([a, b]).tolist() == Tensor.cat((a, b), dim=0).tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError, match="at least one"):
+        Tensor.cat([])
+    for other in (np.array([1.0]), [1.0]):
+        with pytest.raises(TypeError, match="wrap it in Tensor"):
+            a + other

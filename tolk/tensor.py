@@ -587,7 +587,8 @@ class Tensor:
             b = Tensor(_broadcast_const(d, _py_value(other, d), a.shape))
             return (b, a) if reverse else (a, b)
         else:
-            raise TypeError(f"cannot combine a Tensor with {type(other).__name__}")
+            hint = ": wrap it in Tensor()" if isinstance(other, (np.ndarray, list, tuple)) else ""
+            raise TypeError(f"cannot combine a Tensor with {type(other).__name__}{hint}")
         shape = _broadcast_shape(a.shape, b.shape)
         a, b = a._broadcast_to(shape), b._broadcast_to(shape)
         return (b, a) if reverse else (a, b)
@@ -1219,6 +1220,13 @@ class Tensor:
             raise ShapeError(f"reshape can infer only one dimension, got {shape}")
         old_syms, old_n = _split(self.shape)
         new_syms, new_n = _split(tuple(d for d in shape if d != -1))
+        if -1 in shape and len(old_syms) == len(new_syms) + 1 and old_n == new_n:
+            # -1 stands for the one symbolic dimension left out (``x.reshape(-1, 1)`` of a
+            # tensor of symbolic length), where it keeps the symbolic dims' order
+            missing = [d for d in old_syms if d not in new_syms]
+            guess = tuple(missing[0] if d == -1 else d for d in shape) if missing else shape
+            if _split(guess)[0] == old_syms:
+                shape, new_syms = guess, old_syms
         if old_syms != new_syms:
             raise ShapeError(f"cannot reshape {self.shape} into {shape}: "
                              "symbolic dimensions must stay")
@@ -1481,8 +1489,13 @@ class Tensor:
         self[idx].assign(value)
 
     def cat(self, *others: Tensor, dim: int = 0) -> Tensor:
-        ts = (self, *others)
+        """Concatenate along `dim` (numpy's concatenate: a new tensor, dtypes promoted);
+        ``Tensor.cat([a, b])`` takes a list, as `stack` does."""
+        ts = ((*self, *others) if isinstance(self, (list, tuple)) else (self, *others))
+        if not ts:
+            raise ValueError("cat needs at least one tensor")
         _all_tensors("cat", ts)
+        self = ts[0]
         if self.ndim == 0:
             raise ShapeError("0-d tensors cannot be concatenated (stack them, or reshape to 1-d)")
         d = _norm_axis(dim, self.ndim)
@@ -1593,17 +1606,17 @@ class Tensor:
         return x + bias if bias is not None else x
 
     def embedding(self, weight: Tensor) -> Tensor:
-        """``idx.embedding(weight)``: rows of `weight` (vocab, ...) picked by integer `self`.
-
-        Out-of-range indices are clipped to the valid range, not an error (a lazy program
-        cannot raise numpy's IndexError mid-run; see `gather`)."""
+        """``idx.embedding(weight)``: rows of `weight` (vocab, ...) picked by integer `self`,
+        indexed as `gather` (numpy's take)."""
         _all_tensors("embedding", (weight,))
         return weight.gather(self)
 
     def gather(self, idx: Tensor) -> Tensor:
         """``self[idx]`` along axis 0 for an integer tensor `idx`: shape idx.shape + self.shape[1:].
 
-        Indices are clipped to ``[0, len(self) - 1]`` (a lazy program cannot raise mid-run)."""
+        As numpy's take: a negative index counts from the end, and one outside
+        ``[-len(self), len(self))`` raises numpy's IndexError when the kernel runs (before it
+        stores anything; tinygrad clips, PyTorch raises too)."""
         if not isinstance(idx, Tensor) or idx.dtype.is_float or idx.dtype is dtypes.bool:
             raise TypeError(f"gather indices must be an integer Tensor, "
                             f"got {getattr(idx, 'dtype', idx)}")

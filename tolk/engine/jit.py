@@ -52,6 +52,8 @@ import inspect
 import math
 import struct
 import threading
+import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -295,6 +297,29 @@ class CapturedJit:
             same = False
         self.own_signature = None if same else own
         functools.update_wrapper(self, fn)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """A jitted method (``@jit`` over ``def __call__(self, x)``): one capture per instance,
+        as the tensors it reads through `self` are that instance's."""
+        if obj is None:
+            return self
+        name = f"_tolk_jit_{id(self)}"
+        own = getattr(obj, "__dict__", None)
+        if isinstance(own, dict):
+            bound = own.get(name)
+            if bound is None:
+                bound = own.setdefault(name, CapturedJit(types.MethodType(self.fn, obj)))
+            return bound
+        try:
+            per = self.__dict__.setdefault("_per_instance", weakref.WeakKeyDictionary())
+            bound = per.get(obj)
+            if bound is None:
+                bound = per.setdefault(obj, CapturedJit(types.MethodType(self.fn, obj)))
+        except TypeError:
+            raise JitError(f"a jitted method needs instances with a __dict__ or weak "
+                           f"references; {type(obj).__name__} has neither: jit a function of "
+                           f"the instance instead") from None
+        return bound
 
     def reset(self) -> None:
         """Forget the capture: the next call runs normally, the one after captures again."""

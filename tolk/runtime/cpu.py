@@ -370,11 +370,8 @@ class _Codegen:
         elif op is Ops.SCAN:
             self.emit(n, self.bf16(n, self.scan(n, s[0], cdt)))
         elif op is Ops.GATHER:
-            idx = s[1]
-            if n.src[1].dtype is dtypes.uint64:  # clipped before numpy reads it as int64 (wraps)
-                idx = f"np.minimum({idx}, np.uint64(max(np.shape({s[0]})[0] - 1, 0)))"
-            self.takes[n] = (len(self.lines), f"{s[0]}, {idx}")
-            self.emit(n, f"np.take({s[0]}, {idx}, axis=0, mode='clip')")
+            self.takes[n] = (len(self.lines), f"{s[0]}, {s[1]}")
+            self.emit(n, f"take_rows({s[0]}, {s[1]})")
         elif op in GroupOp.Movement:
             self.emit(n, self.movement(n, s[0]))
         elif op is Ops.STORE:
@@ -795,16 +792,33 @@ def any_negative(x) -> bool:
     return bool(np.any(np.less(a, 0)))
 
 
-def take_into(out: np.ndarray, src: np.ndarray, idx) -> None:
-    """``np.take(src, idx, axis=0, mode='clip')`` written into `out`: directly where the
-    shapes and dtypes agree and `out` shares no memory with the operands, else through a
-    temporary (what a store of it would copy)."""
+def _row_indices(src: np.ndarray, idx) -> np.ndarray:
+    """`idx` as numpy's take reads it along axis 0 of `src`; an index outside ``[-n, n)``
+    raises numpy's IndexError (uint64 ones past int64 too, which numpy would not cast)."""
     idx = np.asarray(idx)
+    if idx.dtype == np.uint64:
+        n = np.shape(src)[0]
+        if idx.size and idx.max() >= n:
+            raise IndexError(f"index {idx.max()} is out of bounds for axis 0 with size {n}")
+        idx = idx.astype(np.int64)
+    return idx
+
+
+def take_rows(src: np.ndarray, idx) -> np.ndarray:
+    """``src[idx]`` along axis 0, as numpy's take: negative indices count from the end."""
+    return np.take(src, _row_indices(src, idx), axis=0)
+
+
+def take_into(out: np.ndarray, src: np.ndarray, idx) -> None:
+    """`take_rows` written into `out`: directly where the shapes and dtypes agree and `out`
+    shares no memory with the operands, else through a temporary (what a store of it would
+    copy); an index out of range raises before anything is written."""
+    idx = _row_indices(src, idx)
     if out.dtype == src.dtype and out.shape == idx.shape + src.shape[1:] \
             and not np.may_share_memory(out, src) and not np.may_share_memory(out, idx):
-        np.take(src, idx, axis=0, mode="clip", out=out)
+        np.take(src, idx, axis=0, out=out)  # (numpy checks every index before it writes)
     else:
-        np.copyto(out, np.take(src, idx, axis=0, mode="clip"), casting="unsafe")
+        np.copyto(out, np.take(src, idx, axis=0), casting="unsafe")
 
 
 @functools.cache
@@ -917,7 +931,8 @@ def bf16_round(x) -> np.ndarray:
 
 _GLOBALS = {"contract": contract, "exact_where_not_finite": exact_where_not_finite,
             "ufunc_into": ufunc_into, "concat_target": concat_target, "pad_fill": pad_fill,
-            "any_negative": any_negative, "take_into": take_into, "ordered_reduce": ordered_reduce,
+            "any_negative": any_negative, "take_into": take_into,
+            "take_rows": take_rows, "ordered_reduce": ordered_reduce,
             "np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
             "bf16_round": bf16_round,
             "view_reshape": view_reshape, "reshape_prefix": reshape_prefix,
