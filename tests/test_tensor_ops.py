@@ -3170,3 +3170,63 @@ def test_cat_takes_a_list_and_arrays_next_to_tensors_get_a_hint():
     for other in (np.array([1.0]), [1.0]):
         with pytest.raises(TypeError, match="wrap it in Tensor"):
             a + other
+
+
+def test_numpy_and_pytorch_argument_names_for_reductions_and_clip():
+    a = np.random.default_rng(3).random((3, 4)).astype(np.float32)
+    t = Tensor(a)
+    np.testing.assert_allclose(t.sum(axis=0, keepdims=True).numpy(), a.sum(0, keepdims=True),
+                               rtol=1e-6)
+    np.testing.assert_allclose(t.mean(dim=1).numpy(), a.mean(1), rtol=1e-6)
+    np.testing.assert_allclose(t.var(axis=0, ddof=0).numpy(), a.var(0), rtol=1e-5)
+    np.testing.assert_allclose(t.std(ddof=1).numpy(), a.std(ddof=1), rtol=1e-5)
+    assert t.max(dim=0, keepdims=True).shape == (1, 4) and t.argmax(dim=1).tolist() == \
+        a.argmax(1).tolist()
+    np.testing.assert_array_equal(t.cumsum(dim=1).numpy(), np.cumsum(a, 1))
+    np.testing.assert_array_equal(t.clip(min=0.2, max=0.5).numpy(), np.clip(a, 0.2, 0.5))
+    assert t.astype("float64").dtype is dtypes.float64
+    for bad in (lambda: t.sum(0, dim=1), lambda: t.sum(keepdim=True, keepdims=True),
+                lambda: t.clip(0.1, min=0.2), lambda: t.clip(lo=0.1)):
+        with pytest.raises(TypeError):
+            bad()
+
+
+def test_logsumexp_one_hot_tril_triu_split_and_chunk_match_numpy():
+    rng = np.random.default_rng(4)
+    a = (rng.standard_normal((3, 5)) * 30).astype(np.float32)
+    m = a.max(1, keepdims=True)
+    want = np.log(np.exp(a - m).sum(1)) + m[:, 0]
+    np.testing.assert_allclose(Tensor(a).logsumexp(1).numpy(), want, rtol=1e-5)
+    assert Tensor(a).logsumexp(1, keepdim=True).shape == (3, 1)
+    np.testing.assert_allclose(Tensor(a).logsumexp().numpy(), np.log(np.exp(a - a.max()).sum())
+                               + a.max(), rtol=1e-5)
+    big = np.array([[-np.inf, -np.inf], [1e30, 0.0], [np.inf, 1.0], [np.nan, 1.0]], np.float32)
+    got = Tensor(big).logsumexp(1).numpy()
+    assert got[0] == -np.inf and got[1] == np.float32(1e30) and got[2] == np.inf
+    assert np.isnan(got[3]) and Tensor(np.zeros((2, 0), np.float32)).logsumexp(1).tolist() == \
+        [-np.inf, -np.inf]
+    assert Tensor(a.astype(np.float16)).logsumexp(1).dtype is dtypes.float16
+    idx = np.array([[0, 2], [4, -1]])
+    got = Tensor(idx).one_hot(3).numpy()
+    np.testing.assert_array_equal(got, (idx[..., None] == np.arange(3)).astype(np.int32))
+    with pytest.raises(TypeError, match="integer"):
+        Tensor([1.0]).one_hot(2)
+    b = rng.standard_normal((2, 4, 3)).astype(np.float32)
+    b[0, 0, 2] = np.nan
+    for k in (-2, 0, 1, 5):
+        np.testing.assert_array_equal(Tensor(b).tril(k).numpy(), np.tril(b, k))
+        np.testing.assert_array_equal(Tensor(b).triu(k).numpy(), np.triu(b, k))
+    with pytest.raises(ShapeError, match="at least 2 axes"):
+        Tensor([1.0]).tril()
+    parts = Tensor(b).split(3, dim=1)
+    assert [p.shape for p in parts] == [(2, 3, 3), (2, 1, 3)]
+    np.testing.assert_array_equal(parts[1].numpy(), b[:, 3:])
+    assert [p.shape for p in Tensor(b).split([1, 0, 3], dim=1)] == [(2, 1, 3), (2, 0, 3),
+                                                                    (2, 3, 3)]
+    assert [p.shape for p in Tensor(b).chunk(3, dim=-1)] == [(2, 4, 1)] * 3
+    assert [p.shape for p in Tensor(b).chunk(3, dim=1)] == [(2, 2, 3), (2, 2, 3)]
+    with pytest.raises(ValueError, match="adding up to 4"):
+        Tensor(b).split([1, 2], dim=1)
+    v = Tensor(b.copy())
+    v.split(2, dim=1)[1][...] = 0.0  # views, as PyTorch's split
+    assert (v.numpy()[:, 2:] == 0).all()

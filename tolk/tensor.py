@@ -237,6 +237,21 @@ def _scalar_dtype(x: Scalar, other: DType) -> DType:
     return other if other.is_float else dtypes.default_float
 
 
+def _numpy_names(method):
+    """`method` also taking numpy's ``keepdims`` and ``ddof`` and PyTorch's ``dim`` for its
+    ``keepdim``, ``correction`` and ``axis`` (passing both spellings is a TypeError)."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        if kwargs:
+            for alias, name in (("keepdims", "keepdim"), ("dim", "axis"), ("ddof", "correction")):
+                if alias in kwargs:
+                    if name in kwargs or (name == "axis" and args):
+                        raise TypeError(f"{method.__name__}() got both {name} and {alias}")
+                    kwargs[name] = kwargs.pop(alias)
+        return method(self, *args, **kwargs)
+    return wrapper
+
+
 def _half_in_float32(method):
     """`method` of a 16-bit float tensor (or sharded tensor) computed in float32, the result
     cast back (sums of many terms round away in 16 bits); other tensors call it as it is."""
@@ -941,7 +956,20 @@ class Tensor:
         x = self.cast(dtypes.int8) if self.dtype is dtypes.bool else self
         return x * x
 
-    def clip(self, min_=None, max_=None) -> Tensor:
+    def clip(self, min_=None, max_=None, **bounds) -> Tensor:
+        """Bounded below by `min_` and above by `max_` (a scalar or a tensor each, None for no
+        bound; ``min=``/``max=`` as PyTorch names them): ``maximum`` then ``minimum``."""
+        for alias in bounds:
+            if alias not in ("min", "max"):
+                raise TypeError(f"clip() got an unexpected keyword argument {alias!r}")
+        if "min" in bounds:
+            if min_ is not None:
+                raise TypeError("clip() got both min_ and min")
+            min_ = bounds["min"]
+        if "max" in bounds:
+            if max_ is not None:
+                raise TypeError("clip() got both max_ and max")
+            max_ = bounds["max"]
         if min_ is None and max_ is None:
             raise ValueError("clip needs at least one of min_ and max_")
         if self.dtype.is_int and self.dtype is not dtypes.bool:
@@ -959,6 +987,10 @@ class Tensor:
     def cast(self, dtype: DType | str) -> Tensor:
         d = _data_dtype(dtype)
         return self if d is self.dtype else self._alu(Ops.CAST, dtype=d)
+
+    def astype(self, dtype: DType | str) -> Tensor:
+        """numpy's name for `cast` (a new tensor unless the dtype is the same)."""
+        return self.cast(dtype)
 
     def float(self) -> Tensor:
         return self.cast(dtypes.float32)
@@ -1025,12 +1057,14 @@ class Tensor:
             return dtypes.int64
         return dtypes.uint64 if self.dtype.is_unsigned else self.dtype
 
+    @_numpy_names
     def sum(self, axis=None, keepdim: bool = False, dtype=None) -> Tensor:
         """Sum; bool and integer tensors accumulate in (u)int64 as numpy does, 16-bit floats
         in float32 (numpy's float16 sums stall at 2048 along some memory layouts and not
         others: here the layout a kernel sees never changes a value)."""
         return self._accumulate(Ops.ADD, axis, keepdim, dtype)
 
+    @_numpy_names
     def prod(self, axis=None, keepdim: bool = False, dtype=None) -> Tensor:
         """Product; accumulates as `sum` does."""
         return self._accumulate(Ops.MUL, axis, keepdim, dtype)
@@ -1040,15 +1074,18 @@ class Tensor:
             return self.cast(dtypes.float32)._reduce(op, axis, keepdim).cast(self.dtype)
         return self.cast(dtype or self._acc_dtype())._reduce(op, axis, keepdim)
 
+    @_numpy_names
     def max(self, axis=None, keepdim: bool = False) -> Tensor:
         """Largest value along `axis`; over a zero-size axis a ShapeError (numpy raises), over
         a symbolic axis bound to 0 the identity (-inf, or the dtype's lowest value)."""
         return self._reduce(Ops.MAX, axis, keepdim)
 
+    @_numpy_names
     def min(self, axis=None, keepdim: bool = False) -> Tensor:
         """Smallest value along `axis` (as `max`)."""
         return self._reduce(Ops.MIN, axis, keepdim)
 
+    @_numpy_names
     def any(self, axis=None, keepdim: bool = False) -> Tensor:
         """Whether any element along `axis` is nonzero (NaN counts), a bool tensor; False
         over an empty axis (numpy's ``any``)."""
@@ -1056,6 +1093,7 @@ class Tensor:
             return (self != 0).sum(axis, keepdim) > 0
         return self._truth().max(axis, keepdim)  # a max of bools: no count in 64 bits
 
+    @_numpy_names
     def all(self, axis=None, keepdim: bool = False) -> Tensor:
         """Whether every element along `axis` is nonzero (NaN counts), a bool tensor; True
         over an empty axis (numpy's ``all``)."""
@@ -1067,12 +1105,14 @@ class Tensor:
         """Whether each element is nonzero: a bool tensor is its own."""
         return self if self.dtype is dtypes.bool else self != 0
 
+    @_numpy_names
     def cumsum(self, axis=None, dtype=None) -> Tensor:
         """Running sums along `axis` (None: over the flattened tensor, as numpy's default).
         Accumulates as `sum` does (ints and bools in 64 bits, 16-bit floats in float32, then
         rounded back once), left to right as numpy's: other dtypes give numpy's bits."""
         return self._scan(Ops.ADD, axis, dtype)
 
+    @_numpy_names
     def cumprod(self, axis=None, dtype=None) -> Tensor:
         """Running products along `axis`, as `cumsum` (accumulated as `prod`, left to right
         as numpy's)."""
@@ -1105,6 +1145,7 @@ class Tensor:
                          else Tensor(self._binds([d.name])[0]))
         return out
 
+    @_numpy_names
     @_half_in_float32
     def mean(self, axis=None, keepdim: bool = False) -> Tensor:
         """Mean; 16-bit floats accumulate in float32 (as numpy) and come back 16-bit; ints and
@@ -1118,6 +1159,7 @@ class Tensor:
             return x.sum(axis, keepdim) / n.cast(x.dtype)
         return x.sum(axis, keepdim) / n  # a division, as numpy's (not a product with 1/n)
 
+    @_numpy_names
     @_half_in_float32
     def var(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor:
         """Variance with `correction` (tinygrad and PyTorch default 1; numpy's ddof=0 is 0);
@@ -1140,6 +1182,7 @@ class Tensor:
             return (d * d).sum(axis, keepdim) / 0.0
         return (d * d).sum(axis, keepdim) / div
 
+    @_numpy_names
     @_half_in_float32
     def std(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor:
         """The square root of `var` (ints and bools: in float64, then float32)."""
@@ -1162,14 +1205,17 @@ class Tensor:
         r = Tensor(UOp(Ops.REDUCE_AXIS, dtypes.int64, (self.uop,), (arg_op, (ax,))))
         return r if keepdim else r.reshape(self.shape[:ax] + self.shape[ax + 1:])
 
+    @_numpy_names
     def argmax(self, axis=None, keepdim: bool = False) -> Tensor:
         """Index of the first maximum (int64, as numpy); axis None flattens."""
         return self._arg(Ops.MAX, axis, keepdim)
 
+    @_numpy_names
     def argmin(self, axis=None, keepdim: bool = False) -> Tensor:
         """Index of the first minimum (int64, as numpy); axis None flattens."""
         return self._arg(Ops.MIN, axis, keepdim)
 
+    @_numpy_names
     @_half_in_float32
     def softmax(self, axis: int = -1) -> Tensor:
         """Softmax over `axis`; 16-bit floats are computed in float32 (the sum of many small
@@ -1183,6 +1229,7 @@ class Tensor:
         e = (x - x.max(axis, keepdim=True)).exp()
         return e / e.sum(axis, keepdim=True)
 
+    @_numpy_names
     @_half_in_float32
     def log_softmax(self, axis: int = -1) -> Tensor:
         """Log of the softmax over `axis`; 16-bit floats are computed in float32."""
@@ -1194,6 +1241,91 @@ class Tensor:
             return x
         s = x - x.max(axis, keepdim=True)
         return s - s.exp().sum(axis, keepdim=True).log()
+
+    @_numpy_names
+    def logsumexp(self, axis=None, keepdim: bool = False) -> Tensor:
+        """``log(sum(exp(x)))`` over `axis`, computed from the maximum so large values do
+        not overflow (scipy's logsumexp): -inf where every value is -inf, inf where one is
+        inf, nan where one is nan; ints and bools in float32, 16-bit floats in float32 and
+        back."""
+        x = self._float()
+        if x.dtype.itemsize == 2:
+            return x.cast(dtypes.float32).logsumexp(axis, keepdim).cast(x.dtype)
+        if x.numel() == 0 or any(x.shape[a] == 0 for a in x._axes(axis)):
+            return x.exp().sum(axis, keepdim).log()  # log(0) = -inf, as scipy's
+        m = x.max(axis, keepdim=True)
+        m = m._finite().where(m, 0)  # all -inf (or an inf, a nan): nothing to subtract
+        out = (x - m).exp().sum(axis, keepdim=True).log() + m
+        return out if keepdim else out.reshape(x.max(axis).shape)
+
+    def _finite(self) -> Tensor:
+        """Whether each element is finite (not inf, not nan), a bool tensor."""
+        return (self == self) & (self.abs() != float("inf"))
+
+    def one_hot(self, num_classes: int) -> Tensor:
+        """``(..., num_classes)``: 1 where the last index equals this integer tensor's value,
+        else 0 (int32, tinygrad's; PyTorch's int64); values outside ``[0, num_classes)`` give
+        rows of zeros."""
+        if self.dtype.is_float or self.dtype is dtypes.bool:
+            raise TypeError(f"one_hot needs an integer tensor, got {self.dtype.name}")
+        if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) \
+                or num_classes < 0:
+            raise ValueError(f"one_hot needs a number of classes >= 0, got {num_classes!r}")
+        classes = Tensor.arange(int(num_classes), dtype=dtypes.int64, device=self.device)
+        return (self.unsqueeze(-1).cast(dtypes.int64) == classes).cast(dtypes.default_int)
+
+    def _band(self, k: int, lower: bool) -> Tensor:
+        if self.ndim < 2:
+            raise ShapeError(f"{'tril' if lower else 'triu'} needs at least 2 axes, got "
+                             f"shape {self.shape}")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise TypeError(f"the diagonal must be an int, got {k!r}")
+        _static_dims(self, "tril/triu", (-2, -1))
+        r, c = self.shape[-2:]
+        rows = Tensor.arange(r, dtype=dtypes.int64, device=self.device).reshape(r, 1)
+        cols = Tensor.arange(c, dtype=dtypes.int64, device=self.device).reshape(1, c)
+        keep = (cols <= rows + int(k)) if lower else (cols >= rows + int(k))
+        return keep.where(self, Tensor.zeros((), dtype=self.dtype, device=self.device))
+
+    def tril(self, diagonal: int = 0) -> Tensor:
+        """The lower triangle of the last two axes (numpy's tril: a new tensor, zeros above
+        the `diagonal`-th diagonal)."""
+        return self._band(diagonal, True)
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        """The upper triangle of the last two axes (numpy's triu)."""
+        return self._band(diagonal, False)
+
+    def split(self, sizes, dim: int = 0) -> tuple[Tensor, ...]:
+        """Views along `dim` (PyTorch's split): pieces of `sizes` each (an int: the last one
+        may be smaller) or of the sizes listed (they must add up to the axis)."""
+        d = _norm_axis(dim, self.ndim)
+        _static_dims(self, "split", (d,))
+        n = self.shape[d]
+        if isinstance(sizes, (int, np.integer)) and not isinstance(sizes, bool):
+            if sizes <= 0:
+                raise ValueError(f"split needs a size > 0, got {sizes}")
+            sizes = [min(int(sizes), n - i) for i in range(0, n, int(sizes))] or [0]
+        sizes = list(sizes)
+        if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0
+               for v in sizes) or sum(sizes) != n:
+            raise ValueError(f"split sizes {sizes} must be ints >= 0 adding up to {n}")
+        out, start = [], 0
+        for v in sizes:
+            out.append(self.shrink(tuple((start, start + int(v)) if i == d else None
+                                         for i in range(self.ndim))))
+            start += int(v)
+        return tuple(out)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        """`chunks` views along `dim` of ceil(n / chunks) each (PyTorch's chunk: fewer when
+        they cover the axis sooner)."""
+        if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks <= 0:
+            raise ValueError(f"chunk needs a number of chunks > 0, got {chunks!r}")
+        d = _norm_axis(dim, self.ndim)
+        _static_dims(self, "chunk", (d,))
+        n = self.shape[d]
+        return self.split(max(1, -(-n // int(chunks))), d)
 
     @_half_in_float32
     def layernorm(self, axis=-1, eps: float = 1e-5) -> Tensor:
