@@ -303,3 +303,19 @@ def test_sharded_copies_are_new_shards_and_numpy_reads_them_gathered():
     one = Tensor([3.0]).shard(("CPU:1",))
     assert float(one) == 3.0 and int(one) == 3 and one.item() == 3.0
     assert (m == None) is False and (m != "x") is True  # noqa: E711
+
+
+def test_sharded_matmul_over_the_sharded_axis_sums_the_partial_products():
+    rng = np.random.default_rng(0)
+    x, dz = rnd(7, 4), rng.standard_normal((7, 3)).astype(np.float32)
+    xs = Tensor(x).shard(DEVS, axis=0)
+    g = xs.T @ Tensor(dz).shard(DEVS, axis=0)  # a weight's gradient over a sharded batch
+    assert isinstance(g, Tensor) and g.device == DEVS[0]
+    np.testing.assert_allclose(g.numpy(), x.T @ dz, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose((xs.T @ Tensor(dz)).numpy(), x.T @ dz, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ShapeError, match="sharded alike"):
+        xs.T @ Tensor(dz).shard(DEVS, axis=1)
+    with pytest.raises(ShapeError, match="rows"):
+        xs.T @ Tensor(rnd(5, 3))
+    other = Tensor([1.0])
+    other.realize(xs * 2)  # realize takes sharded tensors too

@@ -428,6 +428,12 @@ class MultiTensor:
         return total / n  # a division, as numpy's mean
 
     def matmul(self, w: Tensor):
+        """Shard by shard where self is sharded on a batch or row axis; sharded on the axis
+        the product sums over (``xs.T @ dz``, a weight's gradient), each device's partial
+        product, summed on the first device (a plain Tensor there, as a reduction over the
+        sharded axis gives)."""
+        if self.ndim >= 2 and self.axis == self.ndim - 1:
+            return self._contract(w)
         if self.ndim < 2 or self.axis >= self.ndim - 1:
             raise ShapeError(f"sharded matmul needs the input sharded on a batch or row axis, "
                              f"got {self}")
@@ -446,6 +452,26 @@ class MultiTensor:
         return MultiTensor([s @ p for s, p in zip(self.shards, parts)], axis)
 
     __matmul__ = matmul
+
+    def _contract(self, w) -> Tensor:
+        if isinstance(w, MultiTensor):
+            if w.devices != self.devices or w.ndim < 2 or w.axis != w.ndim - 2 or \
+                    [s.shape[-1] for s in self.shards] != [s.shape[-2] for s in w.shards]:
+                raise ShapeError(f"sharded matmul over the sharded axis needs the other "
+                                 f"operand sharded alike on its rows: {self} and {w}")
+            parts = list(w.shards)
+        else:
+            if not isinstance(w, Tensor) or w.ndim < 2 or w.shape[-2] != self.shape[-1]:
+                raise ShapeError(f"sharded matmul of {self} with "
+                                 f"{getattr(w, 'shape', type(w).__name__)}: the sharded axis "
+                                 f"sums against the other operand's rows")
+            parts = self._split(w, w.ndim - 2)
+        first = self.devices[0]
+        out = None
+        for s, p in zip(self.shards, parts):
+            partial = (s @ p).to(first)
+            out = partial if out is None else out + partial
+        return out
 
     # -- gathering ------------------------------------------------------------------------------
 

@@ -1957,8 +1957,12 @@ class Tensor:
         return _callify.assign(self, x)
 
     def realize(self, *others: Tensor) -> Tensor:
-        """Compute this tensor (and `others`) now, in one schedule."""
-        _callify.realize((self, *others))
+        """Compute this tensor (and `others`, sharded ones too: their shards) now, in one
+        schedule."""
+        ts = [self]
+        for t in others:
+            ts.extend(t.shards if type(t) in DEFER_TO and hasattr(t, "shards") else (t,))
+        _callify.realize(ts)
         return self
 
     def schedule_linear(self, *others: Tensor):
