@@ -843,6 +843,13 @@ def test_a_jitted_method_captures_once_per_instance():
         w1 = w1 - 0.5
     np.testing.assert_allclose(a.w.numpy(), w1, rtol=1e-5)
     assert a.__call__ is a.__call__ and a.__call__ is not b.__call__ and a.__call__.calls == 2
+    import copy
+
+    c = copy.copy(a)  # its dict holds a's capture: it gets its own
+    c.w = Tensor(w2).realize()
+    x = np.ones((2, 4), np.float32)
+    np.testing.assert_allclose(c(Tensor(x)).numpy(), np.maximum(x @ w2, 0), rtol=1e-5)
+    np.testing.assert_allclose(a(Tensor(x)).numpy(), np.maximum(x @ w1, 0), rtol=1e-5)
 
     class Slotted:
         __slots__ = ("w",)

@@ -307,8 +307,9 @@ class CapturedJit:
         own = getattr(obj, "__dict__", None)
         if isinstance(own, dict):
             bound = own.get(name)
-            if bound is None:
-                bound = own.setdefault(name, CapturedJit(types.MethodType(self.fn, obj)))
+            if bound is None or bound.fn.__self__ is not obj:  # (a copy's dict holds its
+                bound = CapturedJit(types.MethodType(self.fn, obj))  # original's: a new one)
+                own[name] = bound
             return bound
         try:
             per = self.__dict__.setdefault("_per_instance", weakref.WeakKeyDictionary())
