@@ -858,5 +858,43 @@ def test_a_jitted_method_captures_once_per_instance():
         def f(self, x):
             return x
 
-    with pytest.raises(JitError, match="__dict__ or weak"):
+    with pytest.raises(JitError, match="weak references"):
         Slotted().f(Tensor([1.0]))
+    import gc
+    import pickle
+    import weakref
+
+    n1, n2 = _Net(2.0), _Net(3.0)
+    for _ in range(3):  # equal instances still capture apart
+        assert n1.f(Tensor([1.0])).item() == 2.0 and n2.f(Tensor([1.0])).item() == 3.0
+        assert _Net.twice(Tensor([1.0])).item() == 2.0 and n1.twice(Tensor([2.0])).item() == 4.0
+        assert n2.thrice(Tensor([1.0])).item() == 3.0
+    assert pickle.loads(pickle.dumps(n1)).k == 2.0 and copy.deepcopy(n1).k == 2.0
+    gone = weakref.ref(n1)
+    del n1
+    gc.collect()
+    assert gone() is None  # the capture holds its instance weakly
+
+
+class _Net:  # (module level: instances pickle)
+    def __init__(self, k):
+        self.k = k
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = None
+
+    @tolk.jit
+    def f(self, x):
+        return x * self.k
+
+    @staticmethod
+    @tolk.jit
+    def twice(x):
+        return x * 2
+
+    @tolk.jit
+    @staticmethod
+    def thrice(x):
+        return x * 3

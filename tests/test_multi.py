@@ -319,3 +319,13 @@ def test_sharded_matmul_over_the_sharded_axis_sums_the_partial_products():
         xs.T @ Tensor(rnd(5, 3))
     other = Tensor([1.0])
     other.realize(xs * 2)  # realize takes sharded tensors too
+
+
+def test_sharded_matmul_over_a_size_one_sharded_axis_and_linear_with_a_bias():
+    xs = Tensor(np.ones((1, 4), np.float32)).shard(DEVS, axis=0)  # one shard is empty
+    np.testing.assert_array_equal((xs.T @ Tensor(np.ones((1, 3), np.float32))).numpy(),
+                                  np.ones((4, 3)))
+    a = rnd(4, 3)
+    cols = Tensor(a).shard(DEVS, axis=1)
+    w, b = rnd(3, 2, seed=1), rnd(2, seed=2)
+    np.testing.assert_allclose(cols.linear(Tensor(w), Tensor(b)).numpy(), a @ w + b, rtol=1e-5)

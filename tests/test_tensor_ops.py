@@ -3230,3 +3230,20 @@ def test_logsumexp_one_hot_tril_triu_split_and_chunk_match_numpy():
     v = Tensor(b.copy())
     v.split(2, dim=1)[1][...] = 0.0  # views, as PyTorch's split
     assert (v.numpy()[:, 2:] == 0).all()
+
+
+def test_split_chunk_tril_and_reshape_at_their_edges():
+    e = Tensor(np.zeros((2, 0), np.float32))
+    assert [p.shape for p in e.chunk(3, dim=1)] == [(2, 0)] * 3  # PyTorch's: chunks pieces
+    assert [p.shape for p in e.split(0, dim=1)] == [(2, 0)]
+    for bad in (lambda: Tensor(1.0).split(1), lambda: Tensor(1.0).chunk(2)):
+        with pytest.raises(ShapeError, match="0-d"):
+            bad()
+    x = np.random.default_rng(6).random((3, 4)).astype(np.float32)
+    for k in (2**62, -2**62, 2**63 - 1):  # far past the corners: no overflow
+        np.testing.assert_array_equal(Tensor(x).tril(k).numpy(), np.tril(x, k))
+        np.testing.assert_array_equal(Tensor(x).triu(k).numpy(), np.triu(x, k))
+    from tolk import Variable
+    n = Variable("sqn", 1, 5).bind(3)
+    sq = Tensor(np.ones((5, 5), np.float32))[:n, :n]
+    assert sq.reshape(-1, sq.shape[1]).numpy().shape == (3, 3)  # (n, n) into (-1, n)

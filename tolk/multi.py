@@ -368,6 +368,8 @@ class MultiTensor:
                 raise TypeError(f"linear takes Tensors, got {type(t).__name__}: wrap it in "
                                 "Tensor()")
         x = self * weight if weight.ndim == 1 else self @ weight
+        if bias is not None and isinstance(x, Tensor) and isinstance(bias, Tensor):
+            bias = bias.to(x.device)  # (summed over the sharded axis: on the first device)
         return x + bias if bias is not None else x
 
     def __getattr__(self, name: str):
@@ -465,7 +467,12 @@ class MultiTensor:
                 raise ShapeError(f"sharded matmul of {self} with "
                                  f"{getattr(w, 'shape', type(w).__name__)}: the sharded axis "
                                  f"sums against the other operand's rows")
-            parts = self._split(w, w.ndim - 2)
+            parts, off = [], 0  # (cut as the shards are, a size-1 axis too: no broadcast)
+            for sh in self.shards:
+                size = sh.shape[-1]
+                parts.append(w.shrink(tuple((off, off + size) if i == w.ndim - 2 else None
+                                            for i in range(w.ndim))).to(sh.device))
+                off += size
         first = self.devices[0]
         out = None
         for s, p in zip(self.shards, parts):

@@ -1282,6 +1282,7 @@ class Tensor:
             raise TypeError(f"the diagonal must be an int, got {k!r}")
         _static_dims(self, "tril/triu", (-2, -1))
         r, c = self.shape[-2:]
+        k = min(max(int(k), -r), c)  # (past the corners: everything or nothing, no overflow)
         rows = Tensor.arange(r, dtype=dtypes.int64, device=self.device).reshape(r, 1)
         cols = Tensor.arange(c, dtype=dtypes.int64, device=self.device).reshape(1, c)
         keep = (cols <= rows + int(k)) if lower else (cols >= rows + int(k))
@@ -1299,13 +1300,15 @@ class Tensor:
     def split(self, sizes, dim: int = 0) -> tuple[Tensor, ...]:
         """Views along `dim` (PyTorch's split): pieces of `sizes` each (an int: the last one
         may be smaller) or of the sizes listed (they must add up to the axis)."""
+        if self.ndim == 0:
+            raise ShapeError("split needs a tensor with at least one axis, got a 0-d one")
         d = _norm_axis(dim, self.ndim)
         _static_dims(self, "split", (d,))
         n = self.shape[d]
         if isinstance(sizes, (int, np.integer)) and not isinstance(sizes, bool):
-            if sizes <= 0:
+            if sizes < 0 or (sizes == 0 and n):
                 raise ValueError(f"split needs a size > 0, got {sizes}")
-            sizes = [min(int(sizes), n - i) for i in range(0, n, int(sizes))] or [0]
+            sizes = [min(int(sizes), n - i) for i in range(0, n, int(sizes) or 1)] or [0]
         sizes = list(sizes)
         if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0
                for v in sizes) or sum(sizes) != n:
@@ -1322,10 +1325,14 @@ class Tensor:
         they cover the axis sooner)."""
         if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks <= 0:
             raise ValueError(f"chunk needs a number of chunks > 0, got {chunks!r}")
+        if self.ndim == 0:
+            raise ShapeError("chunk needs a tensor with at least one axis, got a 0-d one")
         d = _norm_axis(dim, self.ndim)
         _static_dims(self, "chunk", (d,))
         n = self.shape[d]
-        return self.split(max(1, -(-n // int(chunks))), d)
+        if n == 0:  # an empty axis: `chunks` empty pieces (PyTorch's)
+            return self.split([0] * int(chunks), d)
+        return self.split(-(-n // int(chunks)), d)
 
     @_half_in_float32
     def layernorm(self, axis=-1, eps: float = 1e-5) -> Tensor:
@@ -1355,7 +1362,10 @@ class Tensor:
         if -1 in shape and len(old_syms) == len(new_syms) + 1 and old_n == new_n:
             # -1 stands for the one symbolic dimension left out (``x.reshape(-1, 1)`` of a
             # tensor of symbolic length), where it keeps the symbolic dims' order
-            missing = [d for d in old_syms if d not in new_syms]
+            missing = list(old_syms)  # (a multiset: (n, n) into (-1, n) leaves one n)
+            for d in new_syms:
+                if d in missing:
+                    missing.remove(d)
             guess = tuple(missing[0] if d == -1 else d for d in shape) if missing else shape
             if _split(guess)[0] == old_syms:
                 shape, new_syms = guess, old_syms

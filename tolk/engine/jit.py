@@ -52,7 +52,6 @@ import inspect
 import math
 import struct
 import threading
-import types
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -220,6 +219,31 @@ def _var_value(b) -> int:
     return b.value - b.add
 
 
+def _forget_instance(per: dict, key: int, ref: weakref.ref) -> None:
+    """A jitted method's instance died: drop its capture (unless the id was taken again)."""
+    found = per.get(key)
+    if found is not None and found[0] is ref:
+        del per[key]
+
+
+def _weak_method(fn: Callable, ref: weakref.ref) -> Callable:
+    """`fn` with its first argument the instance `ref` names, holding it weakly; its
+    signature is fn's without that argument."""
+    @functools.wraps(fn)
+    def method(*args, **kwargs):
+        obj = ref()
+        if obj is None:
+            raise JitError("the instance of this jitted method is gone")
+        return fn(obj, *args, **kwargs)
+
+    try:
+        sig = inspect.signature(fn)
+        method.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])
+    except (TypeError, ValueError):
+        pass
+    return method
+
+
 def _aliases(bufs: list[UOp]) -> tuple[int, ...]:
     """For each input, the first input with its buffer."""
     first: dict[UOp, int] = {}
@@ -300,26 +324,25 @@ class CapturedJit:
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         """A jitted method (``@jit`` over ``def __call__(self, x)``): one capture per instance,
-        as the tensors it reads through `self` are that instance's."""
-        if obj is None:
+        as the tensors it reads through `self` are that instance's. The capture holds the
+        instance weakly (and is kept outside it: instances copy and pickle as before); a
+        jitted staticmethod is the function."""
+        fn = self.fn
+        if obj is None or isinstance(fn, staticmethod):
             return self
-        name = f"_tolk_jit_{id(self)}"
-        own = getattr(obj, "__dict__", None)
-        if isinstance(own, dict):
-            bound = own.get(name)
-            if bound is None or bound.fn.__self__ is not obj:  # (a copy's dict holds its
-                bound = CapturedJit(types.MethodType(self.fn, obj))  # original's: a new one)
-                own[name] = bound
-            return bound
+        per = self.__dict__.setdefault("_per_instance", {})  # id -> (weak ref, capture)
+        key = id(obj)
+        found = per.get(key)
+        if found is not None and found[0]() is obj:
+            return found[1]
         try:
-            per = self.__dict__.setdefault("_per_instance", weakref.WeakKeyDictionary())
-            bound = per.get(obj)
-            if bound is None:
-                bound = per.setdefault(obj, CapturedJit(types.MethodType(self.fn, obj)))
+            ref = weakref.ref(obj, functools.partial(_forget_instance, per, key))
         except TypeError:
-            raise JitError(f"a jitted method needs instances with a __dict__ or weak "
-                           f"references; {type(obj).__name__} has neither: jit a function of "
-                           f"the instance instead") from None
+            raise JitError(f"a jitted method needs instances that take weak references; "
+                           f"{type(obj).__name__} does not (add __weakref__ to its __slots__, "
+                           f"or jit a function of the instance)") from None
+        bound = CapturedJit(_weak_method(fn, ref))
+        per[key] = (ref, bound)
         return bound
 
     def reset(self) -> None:
