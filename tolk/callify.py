@@ -519,6 +519,14 @@ def _rebase_now(sub: _Substitution) -> None:
 def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
                        outputs: list[tuple[Tensor, UOp, UOp]] = (),
                        interrupted: bool = False) -> None:
+    """`_settle_now` under the registry lock (it moves views and rewrites lazy tensors)."""
+    with registry_lock:
+        _settle_now(linear, done, finals, outputs, interrupted)
+
+
+def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
+                outputs: list[tuple[Tensor, UOp, UOp]] = (),
+                interrupted: bool = False) -> None:
     """After a run whose call `done` raised (the calls before it ran), each written buffer's
     pending assigns: those a call which ran wrote are settled (their tensors read the buffer,
     the new value); the one the failing call wrote is dropped, as an eager op that raises (the
@@ -631,6 +639,12 @@ def _buffer_args(args) -> list[UOp]:
 
 
 def _detach_unrun(unwritten: set[UOp], lazies: list[Tensor]) -> bool:
+    """`_detach_now` under the registry lock (it rewrites lazy tensors and their views)."""
+    with registry_lock:
+        return _detach_now(unwritten, lazies)
+
+
+def _detach_now(unwritten: set[UOp], lazies: list[Tensor]) -> bool:
     """Computed tensors of a failed run whose kernels did not run, that read buffers whose
     pending assigns did not run either, read a copy of those buffers from now on: the value
     they read, which the assigns will overwrite. Otherwise the next realize of the buffer
