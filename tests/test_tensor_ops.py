@@ -3247,3 +3247,14 @@ def test_split_chunk_tril_and_reshape_at_their_edges():
     n = Variable("sqn", 1, 5).bind(3)
     sq = Tensor(np.ones((5, 5), np.float32))[:n, :n]
     assert sq.reshape(-1, sq.shape[1]).numpy().shape == (3, 3)  # (n, n) into (-1, n)
+
+
+def test_views_of_two_copies_of_one_computed_tensor_follow_their_own_buffers():
+    a = Tensor(np.array([1, 2], np.int32)).realize()
+    y = a * 2
+    c = Tensor(y)  # a copy: another tensor of the same graph, realized into its own buffer
+    vy, vc = y.reshape(2, 1), c.reshape(1, 2)
+    y.realize(c)
+    vc[0, 0] = 9  # a write through c's view reaches c only
+    assert y.tolist() == [2, 4] and c.tolist() == [9, 4]
+    assert vy.numpy().ravel().tolist() == [2, 4] and vc.numpy().ravel().tolist() == [9, 4]

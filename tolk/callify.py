@@ -483,8 +483,11 @@ def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
         for t, view in outputs:
             t.uop = view
             _register_view(t)
-        sub = _Substitution({old: view for _, old, view in rebase})  # one memo: kept views
-        for t, _, _ in rebase:  # of a long chain share their prefixes (linear, not quadratic)
+        subs: dict[int, _Substitution] = {}  # one memo per output: its kept views of a long
+        for t, old, view in rebase:  # chain share their prefixes (linear, not quadratic); two
+            sub = subs.get(id(view))  # outputs of one node (a copy) are two buffers
+            if sub is None:
+                sub = subs[id(view)] = _Substitution({old: view})
             t.uop = sub(t.uop)
             _register_view(t)
     if finals:
