@@ -3,6 +3,7 @@ intern table and the tensor registries are shared, and every thread still gets i
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 
@@ -333,29 +334,23 @@ def test_rand_in_threads_draws_distinct_streams_and_a_failed_run_keeps_others_gr
 
 
 def test_threads_writing_their_own_rows_of_one_tensor_under_a_lock_lose_no_update():
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    try:
-        base = Tensor(np.zeros((THREADS, 8), np.float32)).realize()
-        lock = threading.Lock()  # (one buffer's states are one chain: its writers take turns)
+    base = Tensor(np.zeros((THREADS, 8), np.float32)).realize()
+    lock = threading.Lock()  # (one buffer's states are one chain: its writers take turns)
 
-        def work(k):
-            for _ in range(60):
-                with lock:
-                    v = base[k]
-                    v.assign(v + 1)
-                    v.realize()
+    def work(k):
+        for _ in range(60):
+            with lock:
+                v = base[k]
+                v.assign(v + 1)
+                v.realize()
 
+    with switching_every(1e-5):
         assert run_threads(work) == []
-        assert base.numpy().tolist() == [[60.0] * 8] * THREADS
-    finally:
-        sys.setswitchinterval(old)
+    assert base.numpy().tolist() == [[60.0] * 8] * THREADS
 
 
 def test_threads_reading_their_own_slices_of_one_lazy_tensor_read_its_values():
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
+    with switching_every(1e-6):
         for r in range(40):
             a = rnd(THREADS, 8, seed=r)
             lazy = Tensor(a) + 1
@@ -369,5 +364,14 @@ def test_threads_reading_their_own_slices_of_one_lazy_tensor_read_its_values():
             assert run_threads(work) == []
             for k in range(THREADS):
                 np.testing.assert_array_equal(got[k], a[k] + 1)
+
+
+@contextlib.contextmanager
+def switching_every(seconds: float):
+    """The interpreter switching threads every `seconds` (races show in a short test)."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(seconds)
+    try:
+        yield
     finally:
         sys.setswitchinterval(old)
