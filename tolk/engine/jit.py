@@ -52,7 +52,7 @@ import inspect
 import math
 import struct
 import threading
-import weakref
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -219,29 +219,23 @@ def _var_value(b) -> int:
     return b.value - b.add
 
 
-def _forget_instance(per: dict, key: int, ref: weakref.ref) -> None:
-    """A jitted method's instance died: drop its capture (unless the id was taken again)."""
-    found = per.get(key)
-    if found is not None and found[0] is ref:
-        del per[key]
+class _JitSlot:
+    """Where an instance keeps its jitted method's capture: copied, deep-copied and pickled
+    as an empty slot (a capture holds locks and buffers, and belongs to one instance)."""
 
+    __slots__ = ("jit",)
 
-def _weak_method(fn: Callable, ref: weakref.ref) -> Callable:
-    """`fn` with its first argument the instance `ref` names, holding it weakly; its
-    signature is fn's without that argument."""
-    @functools.wraps(fn)
-    def method(*args, **kwargs):
-        obj = ref()
-        if obj is None:
-            raise JitError("the instance of this jitted method is gone")
-        return fn(obj, *args, **kwargs)
+    def __init__(self) -> None:
+        self.jit = None
 
-    try:
-        sig = inspect.signature(fn)
-        method.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])
-    except (TypeError, ValueError):
-        pass
-    return method
+    def __reduce__(self):
+        return (_JitSlot, ())
+
+    def __copy__(self) -> _JitSlot:
+        return _JitSlot()
+
+    def __deepcopy__(self, memo: dict) -> _JitSlot:
+        return _JitSlot()
 
 
 def _aliases(bufs: list[UOp]) -> tuple[int, ...]:
@@ -324,25 +318,27 @@ class CapturedJit:
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         """A jitted method (``@jit`` over ``def __call__(self, x)``): one capture per instance,
-        as the tensors it reads through `self` are that instance's. The capture holds the
-        instance weakly (and is kept outside it: instances copy and pickle as before); a
+        as the tensors it reads through `self` are that instance's, kept in the instance's
+        `__dict__` in a holder that copies and pickles as empty (a copy captures anew); a
         jitted staticmethod is the function."""
         fn = self.fn
         if obj is None or isinstance(fn, staticmethod):
             return self
-        per = self.__dict__.setdefault("_per_instance", {})  # id -> (weak ref, capture)
-        key = id(obj)
-        found = per.get(key)
-        if found is not None and found[0]() is obj:
-            return found[1]
-        try:
-            ref = weakref.ref(obj, functools.partial(_forget_instance, per, key))
-        except TypeError:
-            raise JitError(f"a jitted method needs instances that take weak references; "
-                           f"{type(obj).__name__} does not (add __weakref__ to its __slots__, "
-                           f"or jit a function of the instance)") from None
-        bound = CapturedJit(_weak_method(fn, ref))
-        per[key] = (ref, bound)
+        own = getattr(obj, "__dict__", None)
+        if not isinstance(own, dict):
+            raise JitError(f"a jitted method needs instances with a __dict__; "
+                           f"{type(obj).__name__} has none: jit a function of the instance")
+        name = f"_tolk_jit_{getattr(fn, '__qualname__', id(self))}"
+        holder = own.get(name)
+        bound = holder.jit if isinstance(holder, _JitSlot) else None
+        if bound is None or bound.fn.__self__ is not obj:
+            with self._lock:  # (two threads' first lookups make one capture)
+                holder = own.get(name)
+                if not isinstance(holder, _JitSlot):
+                    holder = own[name] = _JitSlot()
+                bound = holder.jit
+                if bound is None or bound.fn.__self__ is not obj:
+                    bound = holder.jit = CapturedJit(types.MethodType(fn, obj))
         return bound
 
     def reset(self) -> None:
