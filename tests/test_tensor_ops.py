@@ -3258,3 +3258,11 @@ def test_views_of_two_copies_of_one_computed_tensor_follow_their_own_buffers():
     vc[0, 0] = 9  # a write through c's view reaches c only
     assert y.tolist() == [2, 4] and c.tolist() == [9, 4]
     assert vy.numpy().ravel().tolist() == [2, 4] and vc.numpy().ravel().tolist() == [9, 4]
+
+
+def test_pad_with_a_numpy_negative_zero_pads_with_negative_zeros():
+    for dt in (np.float16, np.float32, np.float64):
+        x = Tensor(np.ones(1, dt))
+        for zero in (-0.0, np.float16(-0.0), np.float32(-0.0), np.float64(-0.0)):
+            got = x.pad(((1, 1),), value=zero).numpy()
+            assert np.signbit(got).tolist() == [True, False, True], (dt, zero)

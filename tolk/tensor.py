@@ -1449,7 +1449,7 @@ class Tensor:
         if all(b == 0 and a == 0 for b, a in pads):
             return self
         out = self._mov(Ops.PAD, pads)
-        if value == 0 and not (isinstance(value, float) and math.copysign(1.0, value) < 0):
+        if value == 0 and not (isinstance(value, (float, np.floating)) and np.signbit(value)):
             return out
         inside = Tensor.ones(self.shape, dtype=dtypes.bool, device=self.device)._mov(Ops.PAD, pads)
         return inside.where(out, Tensor.full((), value, self.dtype, self.device))
