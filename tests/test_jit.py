@@ -883,7 +883,9 @@ def test_a_jitted_method_captures_once_per_instance():
     def lookup(k):
         seen.append(box.f)
 
-    assert run_threads_jit(lookup) == [] and all(f is seen[0] for f in seen)
+    from test_threads import run_threads
+
+    assert run_threads(lookup) == [] and all(f is seen[0] for f in seen)
     varargs = _Net(2.0).scaled(Tensor([1.0]), 3.0)
     assert varargs.item() == 6.0
 
@@ -914,27 +916,6 @@ class _Net:  # (module level: instances pickle)
     @tolk.jit
     def scaled(*args):  # (self among *args)
         return args[1] * args[0].k * args[2]
-
-
-def run_threads_jit(work, n: int = 4) -> list:
-    import threading
-
-    errors: list = []
-    barrier = threading.Barrier(n)
-
-    def body(k):
-        try:
-            barrier.wait()
-            work(k)
-        except BaseException as e:  # noqa: BLE001 - reported by the test
-            errors.append(e)
-
-    threads = [threading.Thread(target=body, args=(k,)) for k in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    return errors
 
 
 _SRC = Tensor(np.ones(2, np.float32)).realize()
