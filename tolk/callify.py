@@ -402,11 +402,9 @@ def _realize_now(tensors, run: bool = True, _split: bool = True, _retry: bool = 
                     return _realize_taking(asked, tensors, computed, pending, key, bufs, binds,
                                            nodes, finals, form, _split, start)
                 except Exception as e:
-                    if getattr(e, _ONLY_TAKEN, False):  # the failing kernel was a lazy reader's
-                        return realize(asked, run, _split, _retry=False)  # taken along: it
                     if isinstance(getattr(e, "calls_done", None), int) or \
                             getattr(e, _FROM_HOOK, False) or not _detach_unrun(set(finals), taken):
-                        raise  # (settled, reads a copy; its own realize raises its error)
+                        raise
                 return realize(asked, run, _split, _retry=False)
     return _realize_taking(asked, tensors, computed, pending, key, bufs, binds,
                            nodes if known is None else None, finals, form, _split, start, run,
@@ -454,19 +452,9 @@ def _realize_taking(asked, tensors, computed, pending, key, bufs, binds, nodes, 
         run_linear(linear, var_vals)
     except BaseException as e:  # (an interrupt between kernels too: what ran is settled)
         if isinstance(getattr(e, "calls_done", None), int):
-            dropped = _settle_failed_run(
-                linear, e.calls_done, finals,
-                [(t, _out_view(t, b), b) for t, b in zip(computed, out_bufs)],
-                interrupted=not getattr(e, "call_failed", False))
-            if getattr(e, "call_failed", False) and isinstance(e, Exception) and not dropped:
-                asked_ids = {id(t) for t in asked}
-                theirs = {b for t, b in zip(computed, out_bufs) if id(t) not in asked_ids}
-                wrote = set(_buffer_args(call_writes(linear.src[e.calls_done])))
-                if wrote and wrote <= theirs:  # only what a realize took along failed
-                    try:
-                        setattr(e, _ONLY_TAKEN, True)
-                    except AttributeError:
-                        pass
+            _settle_failed_run(linear, e.calls_done, finals,
+                               [(t, _out_view(t, b), b) for t, b in zip(computed, out_bufs)],
+                               interrupted=not getattr(e, "call_failed", False))
         raise
     _after_run([(t, _out_view(t, b)) for t, b in zip(computed, out_bufs)], finals)
     return None
@@ -474,7 +462,6 @@ def _realize_taking(asked, tensors, computed, pending, key, bufs, binds, nodes, 
 
 CHECK_FORMS = False  # tests: every realize found by its form also checks it against program_key
 _FROM_HOOK = "_tolk_raised_by_schedule_hook"
-_ONLY_TAKEN = "_tolk_raised_by_a_kernel_taken_along"  # a kernel of a lazy reader taken along
 
 
 def _check_form_hit(key, bufs: list[UOp], binds: list[UOp], roots: tuple[UOp, ...]) -> None:
@@ -534,16 +521,15 @@ def _rebase_now(sub: _Substitution) -> None:
 
 def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
                        outputs: list[tuple[Tensor, UOp, UOp]] = (),
-                       interrupted: bool = False) -> bool:
-    """`_settle_now` under the registry lock (it moves views and rewrites lazy tensors);
-    whether an assign was dropped."""
+                       interrupted: bool = False) -> None:
+    """`_settle_now` under the registry lock (it moves views and rewrites lazy tensors)."""
     with registry_lock:
-        return _settle_now(linear, done, finals, outputs, interrupted)
+        _settle_now(linear, done, finals, outputs, interrupted)
 
 
 def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
                 outputs: list[tuple[Tensor, UOp, UOp]] = (),
-                interrupted: bool = False) -> bool:
+                interrupted: bool = False) -> None:
     """After a run whose call `done` raised (the calls before it ran), each written buffer's
     pending assigns: those a call which ran wrote are settled (their tensors read the buffer,
     the new value); the one the failing call wrote is dropped, as an eager op that raises (the
@@ -568,7 +554,6 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
     doomed = set() if interrupted or done >= len(linear.src) else _doomed_calls(linear, done,
                                                                                finals)
     mapping: dict[UOp, UOp] = {}
-    dropped = False
     later: list[tuple[UOp, UOp]] = []  # doomed states past the next one: (state, the one before)
     for b, final in finals.items():
         chain = [final]  # the buffer's pending states, oldest first
@@ -591,7 +576,6 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
             mapping[chain[ran - 1]] = b
         if failed:
             mapping[chain[ran]] = b if ran else chain[0].src[0]
-            dropped = True
     if later:  # each dropped state reads as the one before it, that one with the drops made in
         for _ in range(len(later) + 1):  # it too (a state of another buffer it reads): to a
             sub = _Substitution(dict(mapping))  # fixed point (values are older states)
@@ -627,7 +611,6 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
                 _note_pending(new)
     unwritten = {b for b in finals if not writers.get(b) or writers[b][0] > done}
     _detach_unrun(unwritten, [t for t, _, b in outputs if not written(b)])
-    return dropped or bool(later)
 
 
 def _kept_copy(view: UOp, buf: UOp) -> UOp:
