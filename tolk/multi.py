@@ -196,7 +196,7 @@ class MultiTensor:
 
     def __bool__(self) -> bool:
         """The truth of a one-element tensor (gathered), as Tensor's; ValueError otherwise."""
-        return bool(self.to(self.devices[0]))
+        return bool(self._gathered())
 
     def _gathered(self) -> Tensor:
         return self.to(self.devices[0])
@@ -294,7 +294,7 @@ class MultiTensor:
                 return MultiTensor([getattr(s, name)(ax, keepdim) for s in self.shards],
                                    new_axis)
         # along the sharded axis, or over all: on the first device, gathered
-        return getattr(self.to(self.devices[0]), name)(axis, keepdim)
+        return getattr(self._gathered(), name)(axis, keepdim)
 
     def argmax(self, axis=None, keepdim: bool = False):
         return self._arg("argmax", axis, keepdim)
@@ -318,7 +318,7 @@ class MultiTensor:
             (_norm_axis(axis, self.ndim),) if self.ndim else ()
         if axes and self.axis not in axes:
             return self._map(lambda s: getattr(s, name)(axis, *args))
-        return getattr(self.to(self.devices[0]), name)(axis, *args)
+        return getattr(self._gathered(), name)(axis, *args)
 
     def softmax(self, axis: int = -1):
         return self._along("softmax", axis)
@@ -338,7 +338,7 @@ class MultiTensor:
             new_axis = self.axis if keepdim else self.axis - sum(1 for a in axes if a < self.axis)
             return MultiTensor([getattr(s, name)(axes, keepdim, correction)
                                 for s in self.shards], new_axis)
-        return getattr(self.to(self.devices[0]), name)(axis, keepdim, correction)
+        return getattr(self._gathered(), name)(axis, keepdim, correction)
 
     def var(self, axis=None, keepdim: bool = False, correction: int = 1):
         return self._spread("var", axis, keepdim, correction)
@@ -492,7 +492,7 @@ class MultiTensor:
         return self
 
     def numpy(self) -> np.ndarray:
-        return self.to(self.devices[0]).numpy()
+        return self._gathered().numpy()
 
 
 DEFER_TO.add(MultiTensor)  # tensor + sharded: the sharded reflected operator runs

@@ -78,15 +78,17 @@ class Device:
         return np.asarray(lease)
 
     def _fresh(self, nbytes: int, zeroed: bool) -> np.ndarray:
-        for attempt in range(2):
+        make = np.zeros if zeroed else np.empty
+        try:
             try:
-                return (np.zeros if zeroed else np.empty)(nbytes, dtype=np.uint8)
-            except (MemoryError, ValueError) as e:
-                if attempt or not self.pooled_bytes:
-                    raise MemoryError(f"{self.name}: cannot allocate {nbytes} bytes ({e})") \
-                        from None
+                return make(nbytes, dtype=np.uint8)
+            except (MemoryError, ValueError):
+                if not self.pooled_bytes:
+                    raise
                 self.release_pool()  # the kept bytes first, then once more
-        raise AssertionError("unreachable")
+                return make(nbytes, dtype=np.uint8)
+        except (MemoryError, ValueError) as e:
+            raise MemoryError(f"{self.name}: cannot allocate {nbytes} bytes ({e})") from None
 
     def _release(self, nbytes: int, mem: np.ndarray | None = None) -> None:
         with self.lock:
