@@ -358,9 +358,9 @@ def test_bad_indices_give_an_index_error(index):
         Tensor([1.0, 2.0])[index]
 
 
-def test_a_tensor_index_gives_an_index_error():
+def test_a_float_tensor_index_gives_an_index_error():
     with pytest.raises(IndexError):
-        Tensor([1.0, 2.0])[Tensor([0])]
+        Tensor([1.0, 2.0])[Tensor([0.0])]
 
 
 # -- a device whose allocator fails ---------------------------------------------------------

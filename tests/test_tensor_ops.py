@@ -1299,7 +1299,7 @@ def test_getitem_on_a_0d_tensor():
 @pytest.mark.parametrize(
     "idx, err",
     [(5, IndexError), (-6, IndexError), ((0, 0, 0), IndexError), (1.5, IndexError),
-     (True, IndexError), ((Ellipsis, Ellipsis), IndexError), ([0, 1], IndexError),
+     (True, IndexError), ((Ellipsis, Ellipsis), IndexError), ([0, 5], IndexError),
      (slice(None, None, 0), ValueError)],
 )
 def test_bad_indices_raise(idx, err):
@@ -1312,9 +1312,9 @@ def test_an_out_of_range_index_names_the_axis_and_size():
         Tensor.zeros(5, 3)[5]
 
 
-@pytest.mark.parametrize("idx", [Tensor([0, 1]), np.array([0, 1])])
-def test_indexing_with_an_array_raises_index_error_naming_the_index(idx):
-    with pytest.raises(IndexError, match="unsupported index"):
+@pytest.mark.parametrize("idx", [Tensor([0.0, 1.0]), np.array([0.0, 1.0])])
+def test_indexing_with_a_float_array_raises_index_error_naming_the_dtype(idx):
+    with pytest.raises(IndexError, match="integer \\(or boolean\\) type, got float"):
         Tensor.zeros(5, 3)[idx]
 
 
@@ -3070,8 +3070,7 @@ def test_equality_with_none_or_strings_and_index_protocols_are_numpys_or_pythons
     assert t[Tensor(1)].item() == 20 and t[np.array(2)].item() == 30 and t[np.int64(0)].item() == 10
     with pytest.raises(TypeError, match="0-d"):
         operator.index(Tensor([3]))
-    with pytest.raises(IndexError, match="unsupported index"):
-        t[Tensor([1])]
+    assert t[Tensor([1])].tolist() == [20]  # a 1-d index tensor: advanced indexing
     assert abs(Tensor([-3])).tolist() == [3]
     p = +t
     p[0] = 0

@@ -1557,16 +1557,13 @@ class Tensor:
         return x.reshape(shp[:axis] + (n,) + shp[axis + 1 :])
 
     def __getitem__(self, idx) -> Tensor:
-        """Basic numpy indexing: ints, slices (any step), None and Ellipsis."""
-        if not isinstance(idx, tuple):
-            idx = (idx,)
-        # a 0-d integer tensor or array is the int it holds (as numpy's ``a[np.array(1)]``)
-        idx = tuple(int(i) if isinstance(i, (Tensor, np.ndarray)) and i.ndim == 0
-                    and i.dtype.kind in "iu" else i for i in idx)
-        for i in idx:
-            if isinstance(i, (Tensor, np.ndarray, list)):
-                raise IndexError(f"unsupported index of type {type(i).__name__}: use ints, slices, "
-                                 "None, ... or Tensor.gather")
+        """numpy indexing. Basic: ints, slices (any step), None and Ellipsis give a view.
+        Advanced: integer arrays (numpy arrays, lists, integer Tensors) and boolean masks
+        give a new tensor, with numpy's rules (`tolk.indexing`: a bool Tensor mask is
+        realized, its nonzero() being data; integer Tensor indices stay lazy)."""
+        idx = _index_tuple(idx)
+        if any(_indexing.is_array_index(i) for i in idx):
+            return _indexing.getitem(self, idx)
         if sum(1 for i in idx if i is Ellipsis) > 1:
             raise IndexError("an index can only have a single ellipsis")
         n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
@@ -1625,7 +1622,14 @@ class Tensor:
 
     def __setitem__(self, idx, value) -> None:
         """``x[idx] = value``: an assign into the view ``x[idx]``; a tensor of another dtype
-        is cast to x's first, as numpy's setitem casts an array (`assign` wants the dtype)."""
+        is cast to x's first, as numpy's setitem casts an array (`assign` wants the dtype).
+        With integer arrays or boolean masks in `idx`, numpy's advanced assignment
+        (`tolk.indexing.setitem`: ``x[mask] = scalar`` is a lazy select; other forms realize
+        their indices)."""
+        idx = _index_tuple(idx)
+        if any(_indexing.is_array_index(i) for i in idx):
+            _indexing.setitem(self, idx, value)
+            return
         if isinstance(value, Tensor) and value.dtype is not self.dtype:
             value = value.cast(self.dtype)
         self[idx].assign(value)
@@ -2079,6 +2083,15 @@ def _split(shape) -> tuple[tuple[Sym, ...], int]:
             prod(d for d in shape if not isinstance(d, Sym)))
 
 
+def _index_tuple(idx) -> tuple:
+    """An index as a tuple, a 0-d integer tensor or array in it as the int it holds (as
+    numpy's ``a[np.array(1)]``)."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    return tuple(int(i) if isinstance(i, (Tensor, np.ndarray)) and i.ndim == 0
+                 and i.dtype.kind in "iu" else i for i in idx)
+
+
 def _is_bound(x) -> bool:
     return isinstance(x, BoundVariable)
 
@@ -2433,3 +2446,4 @@ __all__ = ["Tensor"]
 # call finds it in a module global instead of running an import statement (every realize,
 # cache hits included, goes through here)
 from tolk import callify as _callify  # noqa: E402
+from tolk import indexing as _indexing  # noqa: E402

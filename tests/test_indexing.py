@@ -1,0 +1,245 @@
+"""Advanced indexing (tolk.indexing): integer arrays and boolean masks, read and written,
+checked against numpy on random tensors and random index tuples."""
+
+import os
+
+import numpy as np
+import pytest
+
+import tolk.schedule as sched
+from tolk import Tensor, jit
+from tolk.errors import DeviceError, JitError, ShapeError
+
+CASES = 1500 if os.environ.get("TOLK_FUZZ", "") == "long" else 150
+
+
+def _random_index(rng: np.random.Generator, shape: tuple) -> tuple:
+    """A random numpy index for `shape` with at least one array (or mask) in it."""
+    parts, axis = [], 0
+    ellipsis = False
+    while axis < len(shape):
+        r = rng.random()
+        n = shape[axis]
+        if r < 0.1:
+            parts.append(None)
+            continue
+        if r < 0.18 and not ellipsis:
+            ellipsis = True
+            parts.append(Ellipsis)
+            axis = len(shape) - int(rng.integers(0, len(shape) - axis + 1))
+            continue
+        if r < 0.35 and n:
+            parts.append(int(rng.integers(-n, n)))
+        elif r < 0.55:
+            a, b = sorted(int(v) for v in rng.integers(-n - 1, n + 2, 2))
+            parts.append(slice(a, b, int(rng.choice([1, 2, -1, -2]))))
+        elif r < 0.7 and axis + 1 <= len(shape):
+            k = int(rng.integers(1, min(2, len(shape) - axis) + 1))
+            parts.append(rng.random(shape[axis: axis + k]) < 0.5)
+            axis += k
+            continue
+        else:
+            parts.append(rng.integers(-n, n, size=tuple(rng.integers(0, 3, rng.integers(0, 3))))
+                         if n else np.zeros((0,), np.int64))
+        axis += 1
+    if rng.random() < 0.3 and parts:  # drop trailing axes: they are full slices then
+        parts = parts[: int(rng.integers(1, len(parts) + 1))]
+    if not any(isinstance(p, np.ndarray) for p in parts):
+        parts.insert(0, np.array([0, -1]) if shape and shape[0] else np.zeros((0,), np.int64))
+        if all(p is not Ellipsis for p in parts) and len(parts) > len(shape):
+            parts.pop()  # (an index too long stays possible: a mask covers several axes)
+    return tuple(parts)
+
+
+def _as(kind: str, parts: tuple) -> tuple:
+    """The index with its arrays as numpy arrays, lists or Tensors."""
+    out = []
+    for p in parts:
+        if isinstance(p, np.ndarray) and p.ndim and p.size:  # (an empty list has no dtype)
+            p = p.tolist() if kind == "list" else Tensor(p) if kind == "tensor" else p
+        out.append(p)
+    return tuple(out)
+
+
+def _numpy_or_error(a: np.ndarray, parts: tuple):
+    try:
+        return a[parts]
+    except IndexError:
+        return IndexError
+
+
+@pytest.mark.parametrize("kind", ["numpy", "list", "tensor"])
+def test_getitem_with_arrays_and_masks_matches_numpy(kind):
+    rng = np.random.default_rng({"numpy": 1, "list": 2, "tensor": 3}[kind])
+    checked = 0
+    for _ in range(CASES):
+        shape = tuple(int(n) for n in rng.integers(0, 4, rng.integers(1, 4)))
+        a = rng.standard_normal(shape).astype(np.float32)
+        x = Tensor(a)
+        if rng.random() < 0.3 and a.ndim > 1:  # a non-contiguous tensor
+            a, x = a.T, x.T
+        parts = _random_index(rng, a.shape)
+        want = _numpy_or_error(a, parts)
+        if want is IndexError:
+            if kind != "tensor":  # host indices are checked at once; tensor ones at run time
+                with pytest.raises(IndexError):
+                    x[_as(kind, parts)]
+            continue
+        got = x[_as(kind, parts)].numpy()
+        assert got.shape == want.shape, (shape, parts)
+        np.testing.assert_array_equal(got, want)
+        checked += 1
+    assert checked > CASES // 3
+
+
+@pytest.mark.parametrize("kind", ["numpy", "tensor"])
+def test_setitem_with_arrays_and_masks_matches_numpy(kind):
+    rng = np.random.default_rng({"numpy": 4, "tensor": 5}[kind])
+    checked = 0
+    for _ in range(CASES):
+        shape = tuple(int(n) for n in rng.integers(1, 4, rng.integers(1, 4)))
+        base = rng.standard_normal(shape).astype(np.float32)
+        parts = _random_index(rng, shape)
+        if _numpy_or_error(base, parts) is IndexError:
+            continue
+        sel = base[parts].shape
+        value = rng.standard_normal(sel[int(rng.integers(0, len(sel) + 1)):]).astype(np.float32)
+        want = base.copy()
+        want[parts] = value
+        x = Tensor(base.copy())
+        row = x[0]  # a view made before: it sees the write
+        x[_as(kind, parts)] = Tensor(value) if kind == "tensor" else value
+        np.testing.assert_array_equal(x.numpy(), want, err_msg=str(parts))
+        np.testing.assert_array_equal(row.numpy(), want[0])
+        checked += 1
+    assert checked > CASES // 3
+
+
+def test_repeated_places_take_numpys_choice():
+    a = np.zeros(4, np.float32)
+    idx = np.array([1, 3, 1, 1])
+    vals = np.array([10, 20, 30, 40], np.float32)
+    want = a.copy()
+    want[idx] = vals
+    x = Tensor(a)
+    x[Tensor(idx)] = Tensor(vals)
+    np.testing.assert_array_equal(x.numpy(), want)
+
+
+def test_the_adjacency_rule_places_the_broadcast_axes_as_numpy_does():
+    a = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    x = Tensor(a)
+    for idx in [(slice(None), [0, 1], [1, 2]), ([0, 1], slice(None), [1, 2]),
+                (0, slice(None), [0, 1]), (slice(None), 0, slice(None), [0, 1]),
+                ([0, 1], None, [1, 2]), ([0, 1], Ellipsis, [1, 2]),
+                (slice(None), [[0], [2]], [[1, 2, 3]]),
+                (slice(None), slice(None), [0], Ellipsis, [1])]:  # an empty ellipsis parts too
+        got = x[idx]
+        assert got.shape == a[idx].shape, idx
+        np.testing.assert_array_equal(got.numpy(), a[idx])
+
+
+def test_results_are_new_tensors_not_views():
+    x = Tensor(np.arange(6, dtype=np.float32))
+    y = x[[0, 1]]
+    y.realize()
+    x[0] = 100.0
+    assert y.tolist() == [0.0, 1.0]
+
+
+def test_host_index_errors_are_numpys_and_immediate():
+    x = Tensor.zeros(3, 4)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        x[[0, 3]]
+    with pytest.raises(IndexError, match="index -5 is out of bounds for axis 1 with size 4"):
+        x[:, [-5]]
+    with pytest.raises(IndexError, match="broadcast together with shapes"):
+        x[[0, 1], [0, 1, 2]]
+    with pytest.raises(IndexError, match="integer \\(or boolean\\) type"):
+        x[np.array([0.5])]
+    with pytest.raises(IndexError, match="integer \\(or boolean\\) type"):
+        x[Tensor([0.5])]
+    with pytest.raises(IndexError, match="boolean index did not match.*axis 0.*3.*4"):
+        x[np.ones(4, bool)]
+    with pytest.raises(IndexError, match="too many indices"):
+        x[np.ones((3, 4), bool), 0]
+    with pytest.raises(IndexError, match="rectangular"):
+        x[[[0, 1], [2]]]
+    with pytest.raises(IndexError, match="boolean scalar"):
+        x[np.array(True)]
+    with pytest.raises(IndexError, match="axis 0 of size 0"):
+        Tensor.zeros(0, 2)[Tensor([0])]
+
+
+def test_tensor_indices_are_checked_when_the_kernel_runs():
+    x = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
+    y = x[Tensor([0, 7])]  # lazy: no error yet
+    with pytest.raises(IndexError, match="out of bounds"):
+        y.numpy()
+    z = x[Tensor([0, -1]), Tensor([1, 9])]
+    with pytest.raises(IndexError, match="index 9 is out of bounds.*size 4"):
+        z.numpy()
+    np.testing.assert_array_equal(x[Tensor([-1, 0]), Tensor([-1, 1])].numpy(), [11.0, 1.0])
+    assert x.numpy()[2, 3] == 11.0  # x is still fine
+
+
+def test_a_bad_setitem_leaves_the_tensor_unchanged():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = Tensor(a.copy())
+    with pytest.raises(IndexError):
+        x[[0, 5]] = 1.0
+    with pytest.raises(ShapeError, match="value of shape \\(3,\\).*result of shape \\(2, 4\\)"):
+        x[[0, 1]] = np.ones(3, np.float32)
+    with pytest.raises(ShapeError):
+        x[a > 5] = np.ones(2, np.float32)  # 6 elements selected
+    with pytest.raises(IndexError):
+        x[Tensor([0, 9])] = 1.0
+    with pytest.raises(DeviceError, match="CPU:1"):
+        x[[0]] = Tensor(np.ones(4, np.float32), device="CPU:1")
+    np.testing.assert_array_equal(x.numpy(), a)
+
+
+def test_a_masked_write_of_a_scalar_is_lazy():
+    a = np.array([[-1.0, 2.0], [3.0, -4.0]], np.float32)
+    x = Tensor(a.copy())
+    before = sched.create_schedule_calls[0]
+    x[x < 0] = 0.0  # a select: nothing realized for the mask
+    x[np.array([True, False])] = Tensor([7.0, 8.0])  # a row value, broadcast over the rows
+    assert sched.create_schedule_calls[0] == before
+    want = a.copy()
+    want[want < 0] = 0.0
+    want[np.array([True, False])] = [7.0, 8.0]
+    np.testing.assert_array_equal(x.numpy(), want)
+
+
+def test_setitem_casts_values_as_numpy_does():
+    a = np.arange(6, dtype=np.int32)
+    x = Tensor(a.copy())
+    x[x > 2] = 2.7
+    x[[0]] = np.array([-1.9])
+    a[a > 2] = 2.7
+    a[[0]] = np.array([-1.9])
+    np.testing.assert_array_equal(x.numpy(), a)
+    assert x.dtype.name == "int32"
+
+
+def test_a_mask_inside_jit_is_refused_on_capture():
+    @jit
+    def f(x):
+        return x[x > 0] * 2
+
+    a = Tensor(np.array([1.0, -1.0, 2.0], np.float32))
+    np.testing.assert_array_equal(f(a).numpy(), [2.0, 4.0])  # the first call runs plainly
+    with pytest.raises(JitError):
+        f(a)
+
+
+def test_integer_tensor_indices_replay_under_jit():
+    @jit
+    def f(x, i):
+        return x[i] + 1
+
+    x = Tensor(np.arange(5, dtype=np.float32))
+    for idx in ([0, 4], [1, 2], [-1, 3]):
+        np.testing.assert_array_equal(f(x, Tensor(idx)).numpy(),
+                                      np.arange(5, dtype=np.float32)[idx] + 1)
