@@ -943,6 +943,27 @@ def test_exp2_and_log2_are_numpys():
     assert Tensor(np.float32(2.0**31)).log2().item() == 31.0
 
 
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64, np.int32, np.bool_])
+def test_log1p_and_expm1_are_numpys(dt):
+    a = np.array([1e-10, -1e-7, 0.0, -0.0, 0.5, -1.0, -2.0, 3.0, np.inf, -np.inf, np.nan])
+    a = a.astype(dt) if np.dtype(dt).kind == "f" else np.array([0, 1, 3], dt)
+    f = a if np.dtype(dt).kind == "f" else a.astype(np.float32)  # ints and bools: tolk's
+    with np.errstate(all="ignore"):  # default float, as its exp and log
+        want1, want2 = np.log1p(f), np.expm1(f)
+    t = Tensor(a)
+    assert_matches(t.log1p().numpy(), want1)
+    assert_matches(t.expm1().numpy(), want2)
+    assert_matches((t.log1p() + t.expm1()).numpy(), want1 + want2)  # fused alike
+    m = Tensor(a).shard(("CPU:1", "CPU:2"))
+    assert_matches(m.log1p().numpy(), want1)
+
+
+def test_log1p_keeps_digits_that_log_of_one_plus_x_loses():
+    x = Tensor(np.array([1e-10], np.float32))
+    assert x.log1p().item() == pytest.approx(1e-10, rel=1e-6)
+    assert x.expm1().item() == pytest.approx(1e-10, rel=1e-6)
+
+
 def test_square_of_bools_is_int8_as_numpy():
     a = np.array([True, False])
     assert_matches(Tensor(a).square().numpy(), np.square(a))

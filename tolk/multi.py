@@ -374,9 +374,9 @@ class MultiTensor:
 
     def __getattr__(self, name: str):
         if name in {"exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "abs", "cast",
-                    "sin", "cos", "exp2", "log2", "rsqrt", "reciprocal", "square", "sign",
-                    "floor", "ceil", "trunc", "logical_not", "silu", "float", "half",
-                    "int", "bool"}:
+                    "sin", "cos", "exp2", "log2", "log1p", "expm1", "rsqrt", "reciprocal",
+                    "square", "sign", "floor", "ceil", "trunc", "logical_not", "silu", "float",
+                    "half", "int", "bool"}:
             return lambda *a, **k: self._map(lambda s: getattr(s, name)(*a, **k))
         raise AttributeError(f"MultiTensor has no attribute {name!r}; "
                              "gather with .to(device) first")

@@ -913,6 +913,14 @@ class Tensor:
         """numpy's log2 (exact at powers of two)."""
         return self._unary(Ops.LOG2)
 
+    def log1p(self) -> Tensor:
+        """log(1 + x), numpy's log1p: accurate where x is near 0."""
+        return self._unary(Ops.LOG1P)
+
+    def expm1(self) -> Tensor:
+        """exp(x) - 1, numpy's expm1: accurate where x is near 0."""
+        return self._unary(Ops.EXPM1)
+
     def trunc(self) -> Tensor:
         return self._alu(Ops.TRUNC) if self.dtype.is_float else self._copy()  # (a new tensor)
 

@@ -86,6 +86,8 @@ def unary_np(op: str, a: np.ndarray) -> np.ndarray:
     if op == "log":
         b = np.abs(a) + np.asarray(1, a.dtype)
         return np.log(b.astype(float_dtype(b.dtype)))
+    if op == "log1p":
+        return np.log1p(np.abs(a).astype(float_dtype(a.dtype)))
     raise ValueError(op)
 
 
@@ -108,6 +110,8 @@ def unary_tolk(op: str, t):
         return t.abs().sqrt()
     if op == "log":
         return (t.abs() + 1).log()
+    if op == "log1p":
+        return t.abs().log1p()
     raise ValueError(op)
 
 
@@ -612,7 +616,7 @@ _WEIGHTS = {
     "setitem": 3, "view_assign": 2, "shard": 1, "m_unary": 1, "m_binary": 1, "m_reduce": 1,
     "gather": 1, "realize": 2, "check": 2,
 }
-UNARY = ("relu", "abs", "neg", "exp", "tanh", "sigmoid", "sqrt", "log")
+UNARY = ("relu", "abs", "neg", "exp", "tanh", "sigmoid", "sqrt", "log", "log1p")
 M_UNARY = ("relu", "abs", "neg", "exp_raw", "tanh", "sigmoid")
 BINARY = ("add", "sub", "mul", "max", "min", "div")
 

@@ -45,6 +45,7 @@ _UNARY = {
     Ops.RECIPROCAL: "np.reciprocal", Ops.SIN: "np.sin", Ops.COS: "np.cos", Ops.TANH: "np.tanh",
     Ops.ABS: "np.abs", Ops.SIGN: "np.sign", Ops.NOT: "np.logical_not", Ops.TRUNC: "np.trunc",
     Ops.EXP2: "np.exp2", Ops.LOG2: "np.log2", Ops.FLOOR: "np.floor", Ops.CEIL: "np.ceil",
+    Ops.LOG1P: "np.log1p", Ops.EXPM1: "np.expm1",
 }
 _BINARY = {
     Ops.ADD: "np.add", Ops.SUB: "np.subtract", Ops.MUL: "np.multiply", Ops.DIV: "np.true_divide",

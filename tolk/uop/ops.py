@@ -182,6 +182,9 @@ class Ops(int, metaclass=_OpsType):
     # unary: numpy's floor and ceil (infinities, nan and -0.0 stay)
     FLOOR = auto()
     CEIL = auto()
+    # unary: numpy's log1p and expm1 (accurate near 0, where log(1 + x) and exp(x) - 1 are not)
+    LOG1P = auto()
+    EXPM1 = auto()
 
     name: str  # in the member's own __dict__ (an int subclass takes no slots)
 
@@ -206,7 +209,8 @@ class GroupOp:
 
     Unary = frozenset(
         {Ops.NEG, Ops.EXP, Ops.LOG, Ops.SQRT, Ops.RECIPROCAL, Ops.SIN, Ops.COS, Ops.TANH,
-         Ops.ABS, Ops.SIGN, Ops.NOT, Ops.TRUNC, Ops.EXP2, Ops.LOG2, Ops.FLOOR, Ops.CEIL}
+         Ops.ABS, Ops.SIGN, Ops.NOT, Ops.TRUNC, Ops.EXP2, Ops.LOG2, Ops.FLOOR, Ops.CEIL,
+         Ops.LOG1P, Ops.EXPM1}
     )
     Binary = frozenset(
         {Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.IDIV, Ops.MOD, Ops.POW, Ops.MAX, Ops.MIN,
