@@ -315,7 +315,7 @@ def test_sharded_matmul_over_the_sharded_axis_sums_the_partial_products():
     np.testing.assert_allclose((xs.T @ Tensor(dz)).numpy(), x.T @ dz, rtol=1e-5, atol=1e-5)
     with pytest.raises(ShapeError, match="sharded alike"):
         xs.T @ Tensor(dz).shard(DEVS, axis=1)
-    with pytest.raises(ShapeError, match="rows"):
+    with pytest.raises(ShapeError, match="do not align: 7 != 5"):
         xs.T @ Tensor(rnd(5, 3))
     other = Tensor([1.0])
     other.realize(xs * 2)  # realize takes sharded tensors too
@@ -329,3 +329,70 @@ def test_sharded_matmul_over_a_size_one_sharded_axis_and_linear_with_a_bias():
     cols = Tensor(a).shard(DEVS, axis=1)
     w, b = rnd(3, 2, seed=1), rnd(2, seed=2)
     np.testing.assert_allclose(cols.linear(Tensor(w), Tensor(b)).numpy(), a @ w + b, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dt", [np.float16, dtypes.bfloat16])
+def test_a_16_bit_matmul_over_the_sharded_axis_rounds_once(dt):
+    a = np.array([[1.0, 2048.0, -2048.0]], np.float32)
+    x = Tensor(a).cast(dt) if dt is dtypes.bfloat16 else Tensor(a.astype(dt))
+    w = Tensor(np.ones((3, 1), np.float32)).cast(x.dtype)
+    got = x.shard(DEVS, 1) @ w
+    assert got.dtype is x.dtype and got.numpy().tolist() == (x @ w).numpy().tolist() == [[1.0]]
+
+
+def test_matmul_over_the_sharded_axis_with_vectors_is_numpys():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    v = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal((Tensor(a).shard(DEVS, 1) @ Tensor(v)).numpy(), a @ v)
+    np.testing.assert_array_equal((Tensor(v).shard(DEVS, 0) @ Tensor(a.T)).numpy(), v @ a.T)
+    assert (Tensor(v).shard(DEVS, 0) @ Tensor(v)).item() == v @ v
+    with pytest.raises(ShapeError, match="do not align: 4 != 3"):
+        Tensor(a).shard(DEVS, 1) @ Tensor(np.ones((3, 2), np.float32))
+    for other in (np.ones((4, 2), np.float32), 3):
+        with pytest.raises(TypeError, match="matmul takes Tensors"):
+            Tensor(a).shard(DEVS, 1) @ other
+
+
+def test_sharded_clip_takes_bounds_as_tensor_clip_does():
+    a = np.array([0, 100, 200, 250], np.uint8)
+    m = Tensor(a).shard(DEVS, 0)
+    assert m.clip(Tensor(np.uint8(5)), 300).numpy().tolist() == [5, 100, 200, 250]
+    assert m.clip(min=150).numpy().tolist() == [150, 150, 200, 250]
+    with pytest.raises(TypeError, match="both"):
+        m.clip(1, min=2)
+
+
+def test_sharded_reductions_take_numpy_and_pytorch_argument_names():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    m = Tensor(a).shard(DEVS, 0)
+    np.testing.assert_array_equal(m.sum(keepdims=True).numpy(), a.sum(keepdims=True))
+    np.testing.assert_allclose(m.var(ddof=0).numpy(), a.var(), rtol=1e-6)
+    np.testing.assert_array_equal(m.argmax(dim=1).numpy(), a.argmax(1))
+    np.testing.assert_array_equal(m.max(dim=0).numpy(), a.max(0))
+    np.testing.assert_allclose(m.softmax(dim=0).numpy(), Tensor(a).softmax(0).numpy())
+    got = m.sum(1, dtype="float64")
+    assert got.dtype is dtypes.float64
+    np.testing.assert_array_equal(got.numpy(), a.sum(1, dtype=np.float64))
+
+
+def test_unsupported_sharded_operations_are_type_errors_with_a_hint():
+    m = Tensor(np.ones((2, 3), np.float32)).shard(DEVS, 0)
+    for op in (lambda: m.reshape(3, 2), lambda: m[0], lambda: m.flip(0)):
+        with pytest.raises(TypeError, match="to\\(device\\)"):
+            op()
+    with pytest.raises(TypeError, match="to\\(device\\)"):
+        m[0] = 1.0
+    assert not hasattr(m, "reshape")  # still an AttributeError for hasattr
+    assert abs(-m).numpy().tolist() == [[1.0] * 3] * 2
+    with pytest.raises(TypeError, match="to\\(device\\)"):
+        Tensor(m)
+    with pytest.raises(TypeError, match="sharded"):
+        Tensor(np.ones(3, np.float32)).gather(Tensor(np.array([0, 1])).shard(DEVS, 0))
+
+
+def test_a_multitensor_needs_a_sequence_of_shards_with_axes():
+    with pytest.raises(ShapeError, match="0-d"):
+        MultiTensor([Tensor(np.float32(1), device="CPU:1"),
+                     Tensor(np.float32(2), device="CPU:2")], 0)
+    with pytest.raises(TypeError, match="sequence of Tensors"):
+        MultiTensor(Tensor(np.ones((2, 2), np.float32)), 0)

@@ -22,7 +22,14 @@ import numpy as np
 
 from tolk.errors import DeviceError, ShapeError
 from tolk.runtime.device import canonical_device
-from tolk.tensor import DEFER_TO, Tensor, _alien, _clip_by, _half_in_float32, _norm_axis, _swapped
+from tolk.dtype import least_upper_dtype
+from tolk.tensor import (DEFER_TO, Tensor, _alien, _clip_bounds, _clip_by, _half_in_float32,
+                         _norm_axis, _numpy_names, _swapped)
+
+
+class ShardedUnsupported(AttributeError, TypeError):
+    """An operation sharded tensors do not have (gather with ``.to(device)`` first); an
+    AttributeError too, so ``hasattr`` answers False."""
 
 
 class MultiTensor:
@@ -32,10 +39,15 @@ class MultiTensor:
     __array_ufunc__ = None  # numpy defers to the operators (``ndarray * m``: TypeError)
 
     def __init__(self, shards: Sequence[Tensor], axis: int):
+        if isinstance(shards, (Tensor, MultiTensor)) or not isinstance(shards, Sequence):
+            raise TypeError(f"MultiTensor takes a sequence of Tensors as shards, got "
+                            f"{type(shards).__name__} (Tensor.shard splits one)")
         shards = tuple(shards)
         if not shards or not all(isinstance(s, Tensor) for s in shards):
             raise TypeError(f"MultiTensor needs one or more Tensors as shards, got "
                             f"{[type(s).__name__ for s in shards]}")
+        if shards[0].ndim == 0:
+            raise ShapeError("MultiTensor shards need at least one axis, got 0-d tensors")
         ax = _norm_axis(axis, shards[0].ndim)
         devs = [s.device for s in shards]
         if len(set(devs)) != len(devs):
@@ -253,9 +265,10 @@ class MultiTensor:
     def __ipow__(self, o):
         return self._inplace(lambda a, b: a ** b, o)
 
-    def clip(self, min_=None, max_=None) -> MultiTensor:
+    def clip(self, min_=None, max_=None, **bounds) -> MultiTensor:
         """`Tensor.clip` with bounds that are scalars, tensors or sharded tensors (split as
         this one is)."""
+        min_, max_ = _clip_bounds(self.dtype, min_, max_, bounds)
         if not any(isinstance(b, (Tensor, MultiTensor)) for b in (min_, max_)):
             return self._map(lambda s: s.clip(min_, max_))  # scalars: as Tensor.clip takes them
         return _clip_by(self, min_, max_)
@@ -296,9 +309,11 @@ class MultiTensor:
         # along the sharded axis, or over all: on the first device, gathered
         return getattr(self._gathered(), name)(axis, keepdim)
 
+    @_numpy_names
     def argmax(self, axis=None, keepdim: bool = False):
         return self._arg("argmax", axis, keepdim)
 
+    @_numpy_names
     def argmin(self, axis=None, keepdim: bool = False):
         return self._arg("argmin", axis, keepdim)
 
@@ -320,12 +335,15 @@ class MultiTensor:
             return self._map(lambda s: getattr(s, name)(axis, *args))
         return getattr(self._gathered(), name)(axis, *args)
 
+    @_numpy_names
     def softmax(self, axis: int = -1):
         return self._along("softmax", axis)
 
+    @_numpy_names
     def log_softmax(self, axis: int = -1):
         return self._along("log_softmax", axis)
 
+    @_numpy_names
     def layernorm(self, axis: int = -1, eps: float = 1e-5):
         return self._along("layernorm", axis, eps)
 
@@ -340,9 +358,11 @@ class MultiTensor:
                                 for s in self.shards], new_axis)
         return getattr(self._gathered(), name)(axis, keepdim, correction)
 
+    @_numpy_names
     def var(self, axis=None, keepdim: bool = False, correction: int = 1):
         return self._spread("var", axis, keepdim, correction)
 
+    @_numpy_names
     def std(self, axis=None, keepdim: bool = False, correction: int = 1):
         return self._spread("std", axis, keepdim, correction)
 
@@ -378,8 +398,23 @@ class MultiTensor:
                     "square", "sign", "floor", "ceil", "trunc", "logical_not", "silu", "float",
                     "half", "int", "bool"}:
             return lambda *a, **k: self._map(lambda s: getattr(s, name)(*a, **k))
-        raise AttributeError(f"MultiTensor has no attribute {name!r}; "
-                             "gather with .to(device) first")
+        if name.startswith("__"):  # a protocol Python probes (copy, pickle, numpy): absent
+            raise AttributeError(name)
+        raise ShardedUnsupported(f"MultiTensor has no attribute {name!r}; "
+                                 "gather with .to(device) first")
+
+    def _unsupported(self, what: str):
+        raise ShardedUnsupported(f"{what} of a sharded tensor is not supported; gather it with "
+                                 f".to(device) first ({self})")
+
+    def __getitem__(self, idx):
+        self._unsupported("indexing")
+
+    def __setitem__(self, idx, value):
+        self._unsupported("item assignment")
+
+    def __abs__(self):
+        return self.abs()
 
     def _axes(self, axis) -> tuple[int, ...]:
         """Reduction axes as Tensor takes them (a shard has this tensor's axes)."""
@@ -399,17 +434,27 @@ class MultiTensor:
             out = combine(out, p)
         return out
 
+    @_numpy_names
+    def sum(self, axis=None, keepdim: bool = False, dtype=None):
+        """Sum; 16-bit floats add in float32, the shards' partial sums too (as Tensor.sum);
+        `dtype` as Tensor.sum's (the shards cast first)."""
+        if dtype is not None:
+            return self.cast(dtype).sum(axis, keepdim)
+        return self._sum(axis, keepdim)
+
     @_half_in_float32
-    def sum(self, axis=None, keepdim: bool = False):
-        """Sum; 16-bit floats add in float32, the shards' partial sums too (as Tensor.sum)."""
+    def _sum(self, axis, keepdim: bool):
         return self._reduce("sum", axis, keepdim, lambda a, b: a + b)
 
+    @_numpy_names
     def max(self, axis=None, keepdim: bool = False):
         return self._reduce("max", axis, keepdim, lambda a, b: a.maximum(b))
 
+    @_numpy_names
     def min(self, axis=None, keepdim: bool = False):
         return self._reduce("min", axis, keepdim, lambda a, b: a.minimum(b))
 
+    @_numpy_names
     @_half_in_float32
     def mean(self, axis=None, keepdim: bool = False):
         """As `Tensor.mean` (ints and bools summed in float64, then float32)."""
@@ -434,7 +479,9 @@ class MultiTensor:
         the product sums over (``xs.T @ dz``, a weight's gradient), each device's partial
         product, summed on the first device (a plain Tensor there, as a reduction over the
         sharded axis gives)."""
-        if self.ndim >= 2 and self.axis == self.ndim - 1:
+        if not isinstance(w, (Tensor, MultiTensor)):
+            raise TypeError(f"matmul takes Tensors, got {type(w).__name__}: wrap it in Tensor()")
+        if self.axis == self.ndim - 1:
             return self._contract(w)
         if self.ndim < 2 or self.axis >= self.ndim - 1:
             raise ShapeError(f"sharded matmul needs the input sharded on a batch or row axis, "
@@ -456,29 +503,36 @@ class MultiTensor:
     __matmul__ = matmul
 
     def _contract(self, w) -> Tensor:
+        """``self @ w`` summed over self's sharded last axis: each device's partial product
+        (16-bit floats in float32, rounded once at the end, as Tensor.matmul), summed on the
+        first device."""
+        rows = w.ndim - 2 if w.ndim >= 2 else 0  # w's axis the product sums over
+        if w.ndim == 0:
+            raise ShapeError(f"matmul needs at least 1-D operands, got {self} and a 0-d tensor")
         if isinstance(w, MultiTensor):
-            if w.devices != self.devices or w.ndim < 2 or w.axis != w.ndim - 2 or \
-                    [s.shape[-1] for s in self.shards] != [s.shape[-2] for s in w.shards]:
+            if w.devices != self.devices or w.axis != rows or \
+                    [s.shape[-1] for s in self.shards] != [s.shape[rows] for s in w.shards]:
                 raise ShapeError(f"sharded matmul over the sharded axis needs the other "
                                  f"operand sharded alike on its rows: {self} and {w}")
             parts = list(w.shards)
         else:
-            if not isinstance(w, Tensor) or w.ndim < 2 or w.shape[-2] != self.shape[-1]:
-                raise ShapeError(f"sharded matmul of {self} with "
-                                 f"{getattr(w, 'shape', type(w).__name__)}: the sharded axis "
-                                 f"sums against the other operand's rows")
+            if w.shape[rows] != self.shape[-1]:
+                raise ShapeError(f"matmul shapes {self.shape} (sharded on its last axis) and "
+                                 f"{w.shape} do not align: {self.shape[-1]} != {w.shape[rows]}")
             parts, off = [], 0  # (cut as the shards are, a size-1 axis too: no broadcast)
             for sh in self.shards:
                 size = sh.shape[-1]
-                parts.append(w.shrink(tuple((off, off + size) if i == w.ndim - 2 else None
+                parts.append(w.shrink(tuple((off, off + size) if i == rows else None
                                             for i in range(w.ndim))).to(sh.device))
                 off += size
+        want = least_upper_dtype(self.dtype, w.dtype)
+        half = want.is_float and want.itemsize == 2
         first = self.devices[0]
         out = None
         for s, p in zip(self.shards, parts):
-            partial = (s @ p).to(first)
+            partial = (s.float() @ p.float() if half else s @ p).to(first)
             out = partial if out is None else out + partial
-        return out
+        return out.cast(want) if half else out
 
     # -- gathering ------------------------------------------------------------------------------
 

@@ -967,28 +967,7 @@ class Tensor:
     def clip(self, min_=None, max_=None, **bounds) -> Tensor:
         """Bounded below by `min_` and above by `max_` (a scalar or a tensor each, None for no
         bound; ``min=``/``max=`` as PyTorch names them): ``maximum`` then ``minimum``."""
-        for alias in bounds:
-            if alias not in ("min", "max"):
-                raise TypeError(f"clip() got an unexpected keyword argument {alias!r}")
-        if "min" in bounds:
-            if min_ is not None:
-                raise TypeError("clip() got both min_ and min")
-            min_ = bounds["min"]
-        if "max" in bounds:
-            if max_ is not None:
-                raise TypeError("clip() got both max_ and max")
-            max_ = bounds["max"]
-        if min_ is None and max_ is None:
-            raise ValueError("clip needs at least one of min_ and max_")
-        if self.dtype.is_int and self.dtype is not dtypes.bool:
-            # as numpy: an int bound past the dtype's range on the side that clips nothing is
-            # that end of the range (the other side stays an error)
-            info = np.iinfo(self.dtype.np)
-            if type(min_) is int and min_ < info.min:
-                min_ = int(info.min)
-            if type(max_) is int and max_ > info.max:
-                max_ = int(info.max)
-        return _clip_by(self, min_, max_)
+        return _clip_by(self, *_clip_bounds(self.dtype, min_, max_, bounds))
 
     clamp = clip
 
@@ -1772,8 +1751,9 @@ class Tensor:
         ``[-len(self), len(self))`` raises numpy's IndexError when the kernel runs (before it
         stores anything; tinygrad clips, PyTorch raises too)."""
         if not isinstance(idx, Tensor) or idx.dtype.is_float or idx.dtype is dtypes.bool:
-            raise TypeError(f"gather indices must be an integer Tensor, "
-                            f"got {getattr(idx, 'dtype', idx)}")
+            what = (f"a sharded tensor ({idx!r}): gather it with .to(device) first"
+                    if hasattr(idx, "shards") else f"{getattr(idx, 'dtype', type(idx).__name__)}")
+            raise TypeError(f"gather indices must be an integer Tensor, got {what}")
         if self.ndim == 0:
             raise ShapeError("gather needs a tensor with at least one axis")
         if self.shape[0] == 0 and idx.numel() != 0:
@@ -2026,6 +2006,32 @@ def _swapped(ndim: int, dim0, dim1) -> list[int]:
     a, b = _norm_axis(dim0, ndim), _norm_axis(dim1, ndim)
     order[a], order[b] = order[b], order[a]
     return order
+
+
+def _clip_bounds(dtype: DType, min_, max_, bounds: dict) -> tuple:
+    """clip's bounds: ``min=``/``max=`` (PyTorch's names) taken, and for an int dtype an int
+    bound past the dtype's range on the side that clips nothing made that end of the range
+    (as numpy; the other side stays an error)."""
+    for alias in bounds:
+        if alias not in ("min", "max"):
+            raise TypeError(f"clip() got an unexpected keyword argument {alias!r}")
+    if "min" in bounds:
+        if min_ is not None:
+            raise TypeError("clip() got both min_ and min")
+        min_ = bounds["min"]
+    if "max" in bounds:
+        if max_ is not None:
+            raise TypeError("clip() got both max_ and max")
+        max_ = bounds["max"]
+    if min_ is None and max_ is None:
+        raise ValueError("clip needs at least one of min_ and max_")
+    if dtype.is_int and dtype is not dtypes.bool:
+        info = np.iinfo(dtype.np)
+        if type(min_) is int and min_ < info.min:
+            min_ = int(info.min)
+        if type(max_) is int and max_ > info.max:
+            max_ = int(info.max)
+    return min_, max_
 
 
 def _clip_by(x, min_, max_):
@@ -2362,7 +2368,8 @@ def _to_numpy(data: Any, want: DType | None) -> np.ndarray:
                 elif arr.dtype != np.uint64 or arr.max() <= np.iinfo(np.int64).max:
                     arr = arr.astype(np.int64)
     else:
-        raise TypeError(f"cannot make a tensor from {type(data).__name__}")
+        hint = ": gather a sharded tensor with .to(device)" if hasattr(data, "shards") else ""
+        raise TypeError(f"cannot make a tensor from {type(data).__name__}{hint}")
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"unsupported numpy dtype {arr.dtype} for a tensor")
     return arr
