@@ -130,3 +130,19 @@ def test_demo_refuses_an_html_path_it_cannot_write_before_running(tmp_path, caps
         out, err = capsys.readouterr()
         assert "cannot write --html" in err and len(err.splitlines()) == 1 and not out
     assert dangling.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == [dangling.name]
+
+
+def test_a_script_that_clears_the_schedule_hooks_does_not_break_the_command(tmp_path, capsys):
+    script = tmp_path / "clears.py"
+    script.write_text("import tolk.callify\ntolk.callify.schedule_hooks.clear()\n")
+    assert main(["schedule", str(script)]) == 0
+    assert "0 schedule(s) realized" in capsys.readouterr().out
+
+
+def test_python_m_tolk_is_the_command():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "tolk", "--version"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip()

@@ -274,3 +274,14 @@ def test_plan_reads_a_csv_with_a_byte_order_mark_and_fails_cleanly_on_an_unwrita
     for flag in ("--out", "--svg"):
         assert main(["plan", src, flag, str(tmp_path / "missing" / "x")]) == EXIT_MALFORMED
         assert "cannot write" in capsys.readouterr().err
+
+
+def test_bad_alignment_capacity_and_svg_path_are_named(tmp_path, capsys):
+    f = write(tmp_path, "l.csv", "id,lower,upper,size\na,0,2,10\n")
+    assert main(["plan", f, "--alignment", str(10**23)]) == EXIT_MALFORMED
+    assert "--alignment" in capsys.readouterr().err
+    assert main(["plan", f, "--capacity", "-1"]) == EXIT_MALFORMED
+    assert "--capacity" in capsys.readouterr().err
+    assert main(["plan", f, "--svg", str(tmp_path), "--out", str(tmp_path / "o.csv")]) \
+        == EXIT_MALFORMED
+    assert "cannot write the picture" in capsys.readouterr().err

@@ -19,8 +19,9 @@ class DeviceError(ValueError):
     """An unknown device, a device mismatch, or storage that cannot be bound."""
 
 
-class JitError(RuntimeError):
-    """A captured function called in a way its capture cannot serve."""
+class JitError(RuntimeError, ValueError):
+    """A captured function called in a way its capture cannot serve (a RuntimeError, as it
+    always was, and a ValueError, as other bad input to tolk is)."""
 
 
 class GraphFormatError(ValueError):

@@ -58,7 +58,8 @@ def run_script(path: str, argv: list[str], stdout=None) -> tuple[ScheduleRecorde
         status = 1
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
-        schedule_hooks.remove(rec)
+        if rec in schedule_hooks:  # (the script may have cleared the hooks)
+            schedule_hooks.remove(rec)
     return rec, status
 
 

@@ -80,8 +80,11 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Plan or validate as `args` say; returns the exit code."""
-    if args.alignment < 1:
-        return _fail(f"--alignment must be at least 1, got {args.alignment}", EXIT_MALFORMED)
+    if not 1 <= args.alignment <= 2**62:
+        return _fail(f"--alignment must be from 1 to 2**62, got {args.alignment}",
+                     EXIT_MALFORMED)
+    if args.capacity is not None and args.capacity < 0:
+        return _fail(f"--capacity must be at least 0, got {args.capacity}", EXIT_MALFORMED)
     try:
         bufs = read_lifetimes(args.file)
         solution = read_lifetimes(args.validate, with_offsets=True) if args.validate else None
@@ -110,10 +113,13 @@ def run(args: argparse.Namespace) -> int:
         )
     try:
         _write_csv(bufs, plan.offsets, args.out)
-        if args.svg:
-            _write_svg(bufs, list(plan.offsets), plan.arena, floor, args.svg)
     except OSError as e:
         return _fail(f"cannot write the plan: {e}", EXIT_MALFORMED)
+    if args.svg:
+        try:
+            _write_svg(bufs, list(plan.offsets), plan.arena, floor, args.svg)
+        except OSError as e:
+            return _fail(f"cannot write the picture: {e}", EXIT_MALFORMED)
     return EXIT_OK
 
 

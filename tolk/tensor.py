@@ -369,7 +369,8 @@ class Tensor:
 
     def __contains__(self, value) -> bool:
         """``value in t``: whether any element equals `value`, as numpy answers it (realizes)."""
-        return bool((self == value).any())
+        eq = self == value
+        return bool(eq.any()) if isinstance(eq, Tensor) else bool(eq)  # (None, a str: False)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         """``np.asarray(t)``: the values (realizes; `numpy` makes the same new array)."""
@@ -436,6 +437,9 @@ class Tensor:
     def _full(shape, fill_value: Scalar, dtype, device, binds: tuple[UOp, ...]) -> Tensor:
         """`full`; a symbolic size takes its value from `binds` (BIND nodes riding along)."""
         shape = _shape_arg(shape)
+        if fill_value is None or isinstance(fill_value, (str, bytes)):
+            raise TypeError(f"full's fill value must be a bool, int or float, got "
+                            f"{fill_value!r}")
         d = _data_dtype(dtype) if dtype is not None else _scalar_default_dtype(fill_value)
         dev = UOp(Ops.DEVICE, dtypes.void, (), canonical_device("CPU" if device is None
                                                                 else device))
@@ -492,6 +496,13 @@ class Tensor:
                 raise TypeError(f"arange takes int or float bounds, got {v!r} ({what})")
         if step == 0:
             raise ValueError("arange's step must not be zero")
+        if not all(math.isfinite(v) for v in (start, stop, step)):
+            raise ValueError(f"arange's bounds and step must be finite, got {start}, {stop}, "
+                             f"{step}")
+        n = math.ceil((stop - start) / step)
+        if n > _MAX_DIM // 8:  # (past what numpy can allocate: its error says less)
+            raise ShapeError(f"arange({start}, {stop}, {step}) would hold {n} elements: too "
+                             "many")
         arr = np.arange(start, stop, step)
         fits = arr.dtype.kind == "f" or not arr.size or (
             np.iinfo(np.int32).min <= arr.min() and arr.max() <= np.iinfo(np.int32).max)
@@ -1296,6 +1307,9 @@ class Tensor:
             if sizes < 0 or (sizes == 0 and n):
                 raise ValueError(f"split needs a size > 0, got {sizes}")
             sizes = [min(int(sizes), n - i) for i in range(0, n, int(sizes) or 1)] or [0]
+        if not isinstance(sizes, (list, tuple)):
+            raise TypeError(f"split takes an int size or a list of sizes, got "
+                            f"{type(sizes).__name__} {sizes!r}"[:200])
         sizes = list(sizes)
         if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0
                for v in sizes) or sum(sizes) != n:
@@ -1591,6 +1605,10 @@ class Tensor:
                 x = x.shrink(tuple((start, stop) if a == axis else None for a in range(x.ndim)))
                 out_shape.append(x.shape[axis])
             elif isinstance(i, slice):
+                if not all(v is None or isinstance(v, (int, np.integer)) or
+                           hasattr(v, "__index__") for v in (i.start, i.stop, i.step)):
+                    raise TypeError(f"slice bounds and step must be ints, None or bound "
+                                     f"Variables (a step an int), got {i}")
                 start, stop, step = i.indices(x.shape[axis])
                 if step < 0:
                     n = len(range(start, stop, step))
@@ -2076,7 +2094,7 @@ def _shape_arg(shape, allow_neg: bool = False) -> tuple[int, ...]:
         raise TypeError(f"a shape must be an int or a tuple of ints, got {shape!r}")
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)) and not isinstance(shape[0], Sym):
         shape = shape[0]  # one tuple (a Sym is a named tuple, and one size)
-    if type(shape) is tuple and all(type(s) is int and s >= 0 for s in shape):
+    if type(shape) is tuple and all(type(s) is int and 0 <= s <= _MAX_DIM for s in shape):
         return shape  # the common case: a tuple of plain non-negative ints
     out = []
     for s in shape:
@@ -2087,8 +2105,14 @@ def _shape_arg(shape, allow_neg: bool = False) -> tuple[int, ...]:
             raise TypeError(f"shape entries must be ints, got {s!r} in {tuple(shape)}")
         if s < 0 and not (allow_neg and s == -1):
             raise ShapeError(f"negative dimension {s} in shape {tuple(shape)}")
+        if s > _MAX_DIM:
+            raise ShapeError(f"dimension {s} in shape {tuple(shape)} is too large (numpy's "
+                             f"arrays hold at most {_MAX_DIM} elements)")
         out.append(int(s))
     return tuple(out)
+
+
+_MAX_DIM = int(np.iinfo(np.intp).max)
 
 
 def _split(shape) -> tuple[tuple[Sym, ...], int]:
@@ -2142,7 +2166,10 @@ def _is_symbolic_slice(sl: slice, size) -> bool:
 def _dim(x, binds: dict[str, UOp]):
     """A slice bound as an int or a Sym (recording the BIND of a bound variable)."""
     if _is_bound(x):
-        binds[x.name] = x.uop
+        had = binds.setdefault(x.name, x.uop)
+        if had is not x.uop and had.src[1].arg != x.uop.src[1].arg:
+            raise ValueError(f"variable {x.name!r} is bound to both {had.src[1].arg} and "
+                             f"{x.uop.src[1].arg} in one shape or slice: bind it once")
         return Sym(x.name, x.var.min, x.var.max, x.add)
     if isinstance(x, Sym):
         return x

@@ -158,7 +158,11 @@ def _planned(tok: object, linear: UOp, held: set[UOp]
                             copy[k] = True
                     continue
                 b._mark = tok
-                if b.arg[0] < 0 and b not in held:
+                arg = b.arg
+                if type(arg) is not tuple or len(arg) != 3 or type(arg[0]) is not int \
+                        or type(arg[1]) is not str or type(arg[2]) is not int or arg[2] < 0:
+                    _bad_buffer(b)
+                if arg[0] < 0 and b not in held:
                     b._scratch = len(bufs)
                     bufs.append(b)
                     first.append(i)
@@ -167,6 +171,11 @@ def _planned(tok: object, linear: UOp, held: set[UOp]
                 else:
                     b._scratch = -1
     return bufs, first, last, copy
+
+
+def _bad_buffer(b: UOp) -> None:
+    raise ScheduleError(f"a BUFFER's arg must be (slot: int, device: str, size: int >= 0), got "
+                        f"{b.arg!r} in {b.short()}"[:300])
 
 
 def _slices(bufs: list[UOp], first: list[int], last: list[int], copy: list[bool]) -> list[UOp]:
