@@ -243,3 +243,41 @@ def test_integer_tensor_indices_replay_under_jit():
     for idx in ([0, 4], [1, 2], [-1, 3]):
         np.testing.assert_array_equal(f(x, Tensor(idx)).numpy(),
                                       np.arange(5, dtype=np.float32)[idx] + 1)
+
+
+def test_review_cases_match_numpy():
+    from tolk import Variable
+
+    long = np.arange(300.0, dtype=np.float32)
+    for dt in (np.int8, np.uint8, np.int16, np.uint16, np.uint64):
+        i = np.array([0, 7], dt)
+        np.testing.assert_array_equal(Tensor(long)[i].numpy(), long[i])
+        x = Tensor(long.copy())
+        x[Tensor(i)] = -1.0
+        want = long.copy()
+        want[i] = -1.0
+        np.testing.assert_array_equal(x.numpy(), want)
+    a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    assert Tensor(a)[np.array([], np.int64), np.array([5])].shape == \
+        a[np.array([], np.int64), np.array([5])].shape  # no index read: no error
+    np.testing.assert_array_equal(Tensor(a)[range(1, 2)].numpy(), a[range(1, 2)])
+    with pytest.raises(IndexError, match="out of bounds for axis 1 with size 3"):
+        Tensor(a)[[0], 2**70]
+    with pytest.raises(IndexError, match="integer \\(or boolean\\) type"):
+        Tensor(a)[np.array([], np.float32)]
+    n = Variable("n", 1, 8)
+    i = Tensor([1, 0, 1, 0, 1, 0, 1, 0])[:n.bind(3)]  # an index of symbolic length
+    np.testing.assert_array_equal(Tensor(a)[i].numpy(), a[[1, 0, 1]])
+    with pytest.raises(IndexError, match="symbolic"):
+        Tensor(a)[i, i]
+
+
+def test_numpy_scalar_values_wrap_as_numpys_setitem():
+    for idx in ([1, 2], 1, slice(0, 2)):
+        x = Tensor(np.zeros(4, np.uint8))
+        a = np.zeros(4, np.uint8)
+        x[idx] = np.int64(300)
+        a[idx] = np.int64(300)
+        x[3] = np.float32(-3.2)
+        a[3] = np.float32(-3.2)
+        np.testing.assert_array_equal(x.numpy(), a)

@@ -716,6 +716,8 @@ def assign(target: Tensor, x) -> Tensor:
 
 
 def _assign_now(target: Tensor, x) -> Tensor:
+    if isinstance(x, np.generic):  # a numpy scalar casts as numpy's setitem casts it (wraps)
+        x = np.asarray(x)
     if isinstance(x, (list, tuple, np.ndarray)):  # host data, cast to the target's dtype
         if isinstance(x, np.ndarray) and x.dtype.kind not in "biuf":  # as Tensor(x) refuses
             raise TypeError(f"cannot assign a numpy array of dtype {x.dtype} into a "

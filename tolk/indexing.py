@@ -51,7 +51,7 @@ def is_array_index(i: Any) -> bool:
         return i.ndim > 0 or i.dtype is dtypes.bool
     if isinstance(i, np.ndarray):
         return i.ndim > 0 or i.dtype == np.bool_
-    return isinstance(i, (list, tuple))
+    return isinstance(i, (list, tuple, range))
 
 
 def _fits(vs: tuple, shape: tuple) -> bool:
@@ -65,10 +65,11 @@ def _host_array(i: Any) -> np.ndarray:
     """A numpy array, list or tuple index as an array of integers or booleans."""
     try:
         a = np.asarray(i)
-    except ValueError as e:  # a ragged list
-        raise IndexError(f"an index list must be rectangular, got {i!r}: {e}") from None
-    if a.size == 0 and a.dtype.kind == "f":  # numpy reads an empty list as no integers
-        a = a.astype(np.int64)
+    except (ValueError, OverflowError) as e:  # a ragged list, or ints past 64 bits
+        raise IndexError(f"an index list must be rectangular and of integers within 64 bits, "
+                         f"got {i!r}: {e}"[:300]) from None
+    if a.size == 0 and a.dtype.kind == "f" and not isinstance(i, np.ndarray):
+        a = a.astype(np.int64)  # numpy reads an empty list as no integers (not a float array)
     if a.dtype.kind not in "biu":
         raise IndexError(f"arrays used as indices must be of integer (or boolean) type, got "
                          f"{a.dtype}")
@@ -98,7 +99,7 @@ def _components(x, idx: tuple) -> list[tuple[str, Any, int]]:
                                  f"type, got {i.dtype.name}")
             elif i.device != x.device:
                 raise IndexError(f"an index tensor on {i.device} for a tensor on {x.device}")
-        elif isinstance(i, (np.ndarray, list, tuple)):
+        elif isinstance(i, (np.ndarray, list, tuple, range)):
             i = _host_array(i)
         parts.append(i)
     # how many axes of x each part takes: a mask its own number, None and ... none
@@ -135,6 +136,9 @@ def _components(x, idx: tuple) -> list[tuple[str, Any, int]]:
             out.append(("array", i, axis))
             axis += 1
         elif isinstance(i, (int, np.integer)) and not _is_bound(i):
+            n = x.shape[axis]
+            if isinstance(n, int) and not -n <= i < n:  # (before it must fit in 64 bits)
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
             out.append(("array", np.asarray(int(i), dtype=np.int64), axis))
             axis += 1
         elif isinstance(i, slice):
@@ -183,8 +187,15 @@ class _Plan:
                                  "symbolic: index it with a slice")
             sizes.append(n)
         self.sizes = sizes
+        shapes = [tuple(v.shape) for v, _ in self.arrays]
+        if len(shapes) == 1:  # (one array: its own shape, symbolic sizes too)
+            self.B = shapes[0]
+        elif any(not isinstance(d, int) for sh in shapes for d in sh):
+            raise IndexError(f"index tensors of symbolic shapes {shapes} cannot broadcast "
+                             "together: index with one of them, or realize them first")
         try:
-            self.B = tuple(np.broadcast_shapes(*(tuple(v.shape) for v, _ in self.arrays)))
+            if len(shapes) > 1:
+                self.B = tuple(np.broadcast_shapes(*shapes))
         except ValueError:
             shapes = " ".join(str(tuple(v.shape)) for v, _ in self.arrays)
             raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together "
@@ -194,11 +205,15 @@ class _Plan:
         self.lead = self.axes[0] if self.adjacent else 0  # rest axes before B in the result
 
     def checked_host(self, a: np.ndarray, n: int, axis: int) -> np.ndarray:
-        """Host indices `a` into an axis of `n`, negatives wrapped; IndexError out of range."""
-        if a.size and (a.min() < -n or a.max() >= n):
+        """Host indices `a` into an axis of `n` as int64, negatives wrapped; IndexError out of
+        range (none where the arrays broadcast to nothing: numpy reads no index then)."""
+        if a.size and 0 not in self.B and (a.min() < -n or a.max() >= n):
             bad = a[(a < -n) | (a >= n)].flat[0]
             raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
-        return np.where(a < 0, a + n, a).astype(np.int64) if a.size else a.astype(np.int64)
+        if 0 in self.B:
+            return np.zeros(a.shape, np.int64)
+        a = a.astype(np.int64)  # (in range: uint64 fits; a narrow dtype cannot hold a + n)
+        return np.where(a < 0, a + n, a)
 
     def merged(self):
         """y with the indexed axes first and merged into one: (prod(sizes), *rest)."""
@@ -237,7 +252,7 @@ def getitem(x, idx: tuple):
         if not one:
             w = w.cast(dtypes.int64)._broadcast_to(p.B) * stride
         flat = w if flat is None else flat + w
-    if prod(p.B) == 0 or prod(p.sizes) == 0:
+    if 0 in p.B or 0 in p.sizes:
         return Tensor.zeros(p.result_shape(), dtype=x.dtype, device=x.device)
     return p.place(p.merged().gather(flat))
 
@@ -255,6 +270,9 @@ def setitem(x, idx: tuple, value) -> None:
     Tensor = _tensor_type()
     if _lazy_mask(x, idx, value):
         return
+    # the places written are data: integer index tensors are read (realized) first
+    idx = tuple(np.asarray(i.numpy()) if isinstance(i, Tensor) and i.ndim and
+                i.dtype.kind in "iu" else i for i in idx)
     p = _Plan(x, idx)
     v = _value(x, value)
     shape = p.result_shape()
@@ -267,7 +285,6 @@ def setitem(x, idx: tuple, value) -> None:
     nb = prod(p.B)
     cols = []
     for (a, axis), n in zip(p.arrays, p.sizes):
-        a = np.asarray(a.numpy()) if isinstance(a, Tensor) else a
         cols.append(np.broadcast_to(p.checked_host(a, n, axis), p.B))
     if nb == 0 or prod(p.sizes) == 0:
         return  # nothing is named (checked all the same)
@@ -299,8 +316,8 @@ def _value(x, value):
         if value.device != x.device:
             raise DeviceError(f"assign from device {value.device} into a tensor on {x.device}")
         return value.cast(x.dtype) if value.dtype is not x.dtype else value
-    if isinstance(value, (list, tuple, np.ndarray)):
-        a = np.asarray(value)
+    if isinstance(value, (list, tuple, np.ndarray, np.generic)):
+        a = np.asarray(value)  # (a numpy scalar casts as numpy's setitem casts it: wrapping)
         if a.dtype.kind not in "biuf":
             raise TypeError(f"cannot assign values of dtype {a.dtype} into a {x.dtype.name} "
                             "tensor (bools, ints and floats only)")
