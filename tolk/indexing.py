@@ -20,7 +20,7 @@ are checked at once. A boolean mask's ``nonzero()`` is data: a bool Tensor index
 ``x[idx] = value`` with advanced indices writes `value`, broadcast to the shape ``x[idx]``
 has, into the places it names; where one place is named twice, numpy's assignment decides
 which value lands (the last, in practice). It realizes Tensor indices (the places are data)
-and rewrites the indexed view of x as a whole (a select between old and new values). A
+and rewrites the box of x the indices span (a select between old and new values). A
 single boolean mask with a value that has no axis of its own for the selected elements (a
 scalar, or a value shaped like the axes after the mask's) stays lazy: ``x[x < 0] = 0`` is
 ``x.assign((x < 0).where(0, x))`` and realizes nothing.
@@ -288,6 +288,12 @@ def setitem(x, idx: tuple, value) -> None:
         cols.append(np.broadcast_to(p.checked_host(a, n, axis), p.B))
     if nb == 0 or prod(p.sizes) == 0:
         return  # nothing is named (checked all the same)
+    # only the box the indices span is rewritten (one row of a table, not the whole table)
+    box = [(int(c.min()), int(c.max()) + 1) for c in cols]
+    p.y = p.y.shrink(tuple(box[p.axes.index(a)] if a in p.axes else None
+                           for a in range(p.y.ndim)))
+    p.sizes = [hi - lo for lo, hi in box]
+    cols = [c - lo for c, (lo, _) in zip(cols, box)]
     flat = np.zeros(p.B, dtype=np.int64)
     for c, stride in zip(cols, _strides(p.sizes)):
         flat += c * stride
