@@ -1060,3 +1060,113 @@ def test_bad_states_and_kernel_sources_name_the_after_or_kernel():
     arg = UOp(Ops.CONTIGUOUS, F32, (buf(2),))
     with pytest.raises(ScheduleError, match="got CONTIGUOUS.*an argument of kernel 'ak'"):
         create_schedule(UOp.sink(after(buf(1), kernel("ak", arg))))
+
+
+# -- an audit of the spec, sentence by sentence: what it found ---------------------------------
+
+
+def _store_of(b: UOp) -> UOp:
+    return UOp(Ops.STORE, F32, (b, UOp.const(F32, 1.0)))
+
+
+def test_an_after_without_a_kernel_holds_its_states_writers_for_readers():
+    """STORE children are ignored and AFTER children are dependencies: an AFTER with no
+    kernel is the state it wraps, after its dependencies (its readers wait for both)."""
+    c, d, o = buf(1), buf(2), buf(3)
+    kc = write(c, "kc", write(d, "z"))
+    assert names(create_schedule(UOp.sink(write(o, "r", after(kc, _store_of(c)))))) == \
+        ["z", "kc", "r"]
+    assert names(create_schedule(UOp.sink(write(o, "r", after(kc, write(buf(0), "w")))))) == \
+        ["z", "w", "kc", "r"]
+    # two wrappers deep, the dependency's own wait carried along
+    deep = after(after(kc, write(buf(0), "w")), _store_of(c))
+    order = names(create_schedule(UOp.sink(write(o, "r", deep))))
+    assert order.index("r") > max(order.index("kc"), order.index("w"))
+
+
+def test_readers_of_a_state_run_before_the_next_real_overwrite_through_a_wrapper():
+    c, d, o = buf(1), buf(2), buf(3)
+    s0 = write(c, "kc0")
+    s2 = write(after(s0, _store_of(c)), "kc2")  # kc2 overwrites c after a kernel-less AFTER
+    late = write(write(d, "z0"), "z1")
+    order = names(create_schedule(UOp.sink(s2, write(o, "r", s0, late))))
+    assert order.index("r") < order.index("kc2")
+
+
+def test_random_programs_with_kernelless_wrappers_keep_every_read_in_order():
+    import random
+
+    for seed in range(150):
+        rnd = random.Random(seed)
+        bufs = [buf(100 + i) for i in range(rnd.randint(1, 4))]
+        state, version = {b: b for b in bufs}, {b: 0 for b in bufs}
+        want, roots = {}, []
+        for i in range(rnd.randint(1, 8)):
+            out, reads = rnd.choice(bufs), rnd.sample(bufs, rnd.randint(0, len(bufs)))
+            name = f"k{i}"
+            want[name] = {out: version[out], **{r: version[r] for r in reads}}
+            a = after(state[out], kernel(name, state[out],
+                                         *[state[r] for r in reads if r is not out]))
+            version[out] += 1
+            if rnd.random() < 0.4:
+                a = after(a, _store_of(out))
+            state[out] = a
+            if rnd.random() < 0.3:
+                roots.append(a)
+        roots += [s for s in state.values() if s.op is Ops.AFTER]
+        seen = {b: 0 for b in bufs}
+        lin = create_schedule(UOp.sink(*roots))
+        for call in lin.src:
+            nm = call.src[0].arg.name
+            assert all(seen[b] == v for b, v in want[nm].items()), (seed, names(lin))
+            seen[call.src[1]] += 1
+        assert len(lin.src) == len(want)
+
+
+def test_resolution_keeps_the_callers_buffers_one_buffer():
+    lin = lambda *c: UOp(Ops.LINEAR, src=c)  # noqa: E731
+    call = lambda body, *a: UOp(Ops.CALL, dtypes.void, (body, *a))  # noqa: E731
+    b = UOp.internal_buffer(F32, 16)
+    # an argument the body also names directly: one buffer, held (not planned into an arena)
+    out, _ = create_linear_with_vars(call(lin(kernel("w", param(0)), kernel("r", buf(0), b)), b))
+    assert out.src[0].src[1] is b and out.src[1].src[2] is b
+    # an outer body's buffer named inside a nested body: one buffer in both
+    t = UOp.internal_buffer(F32, 16)
+    with Context(NO_MEMORY_PLANNER=1):
+        out, _ = create_linear_with_vars(
+            call(lin(kernel("k1", t), call(lin(kernel("k2", param(0), t)), param(0))), buf(0)))
+    assert out.src[0].src[1] is out.src[1].src[2]
+    # ... named by the nested body first
+    with Context(NO_MEMORY_PLANNER=1):
+        out, _ = create_linear_with_vars(
+            call(lin(call(lin(kernel("k2", param(0), t)), param(0)), kernel("k1", t)), buf(0)))
+    assert out.src[0].src[2] is out.src[1].src[1]
+
+
+@pytest.mark.parametrize("arg", [(-1, "CPU", 16), None, ("x", "CPU", 16), (1.0, "CPU", 16)])
+def test_a_param_with_a_bad_slot_is_named(arg):
+    body = UOp(Ops.LINEAR, src=(kernel("k", UOp(Ops.PARAM, F32, (), arg)),))
+    with pytest.raises(ScheduleError, match="PARAM"):
+        create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (body, buf(7), buf(8))))
+
+
+def test_malformed_wrappers_buffers_vars_and_slices_are_named():
+    b = buf(1)
+    bare = UOp(Ops.RESHAPE, F32, (), (1,))
+    for sink in (UOp.sink(after(b, kernel("k", b, bare))),
+                 UOp.sink(after(b, kernel("k", b, UOp(Ops.CAST, F32, ())))),
+                 UOp.sink(after(bare, kernel("k", b))),
+                 UOp.sink(after(b, UOp(Ops.END, dtypes.void, (kernel("k", b), bare)))),
+                 UOp.sink(after(b, kernel("k", b, UOp(Ops.MSTACK, F32, (bare,)))))):
+        with pytest.raises(ScheduleError, match="wraps nothing"):
+            create_schedule(sink)
+    with pytest.raises(ScheduleError, match="BUFFER's arg"):
+        create_linear_with_vars(UOp(Ops.LINEAR, src=(
+            kernel("k", UOp(Ops.BUFFER, F32, (), None)),)))
+    with pytest.raises(ScheduleError, match="DEFINE_VAR"):
+        create_linear_with_vars(UOp(Ops.LINEAR, src=(UOp(Ops.CALL, dtypes.void, (
+            ast("k", UOp(Ops.DEFINE_VAR, dtypes.int32, (), None)),)),)))
+    arena = UOp(Ops.BUFFER, dtypes.uint8, (), (-99, "CPU", 64))
+    for bad in (UOp(Ops.SLICE, F32, (), (0, 4)), UOp(Ops.SLICE, F32, (arena,), None)):
+        with pytest.raises(ScheduleError, match="SLICE"):
+            linear_stats(UOp(Ops.LINEAR, src=(kernel("k", bad),)))

@@ -34,7 +34,8 @@ from tolk.engine import realize as _realize  # its `capturing`, read at each cal
 from tolk.errors import CycleError, ScheduleError
 from tolk.helpers import CAPTURING, DEBUG, NO_MEMORY_PLANNER, SCACHE
 from tolk.schedule.memory import (
-    LinearStats, buffers_of, linear_stats, map_join_leaves, memory_plan_rewrite, planned_stats,
+    LinearStats, buffers_of, check_buffer, linear_stats, map_join_leaves, memory_plan_rewrite,
+    planned_stats,
 )
 from tolk.uop.form import AFTER, form_of, leaves
 from tolk.uop.ops import (
@@ -71,7 +72,7 @@ def _enter_kernel_graph(u: UOp) -> bool:
 def _unwrap(s: UOp) -> UOp:
     """What a kernel argument really is, under view and cast wrappers."""
     while s.op in _WRAPPERS:
-        s = s.src[0]
+        s = _wrapped(s)
     if s.op not in _ARG_OPS:
         raise ScheduleError(
             "a kernel argument must resolve to AFTER, BUFFER, PARAM, MSELECT, MSTACK or BIND, "
@@ -80,12 +81,19 @@ def _unwrap(s: UOp) -> UOp:
     return s
 
 
+def _wrapped(s: UOp) -> UOp:
+    """The node a view or cast wrapper wraps (its src[0]); ScheduleError when it has none."""
+    if not s.src:
+        raise ScheduleError(f"a {s.op.name} wraps nothing (no source): {s.short()}")
+    return s.src[0]
+
+
 def _after_state(after: UOp) -> UOp:
     """The state an AFTER supersedes (its src[0]) under view and cast wrappers: a state or a
     join of states, else a ScheduleError naming the AFTER."""
     s = after.src[0]
     while s.op in _WRAPPERS:
-        s = s.src[0]
+        s = _wrapped(s)
     if s.op not in _STATE_OPS and s.op not in _JOIN_OPS:
         raise ScheduleError(f"the state an AFTER supersedes (its first source) must resolve to "
                             f"AFTER, BUFFER, PARAM, MSELECT or MSTACK, got {s.short()} in "
@@ -152,7 +160,7 @@ def _storage(arg: UOp, base: list[UOp | None]) -> UOp:
         if n.op in _JOIN_OPS:
             out[n] = n.replace(src=tuple(out[x] for x in n.src))
         elif n.op in _WRAPPERS:
-            out[n] = out[n.src[0]]
+            out[n] = out[_wrapped(n)]
         elif n.op is Ops.AFTER:
             out[n] = base[n._scratch]
         else:
@@ -222,6 +230,9 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
     base: list[UOp | None] = []  # an AFTER's storage
     # (AFTER's state, kernel, a state it reads) per read, flat: no container per kernel
     reads: list[int] = []
+    # by state number, for an AFTER with no kernel whose readers wait for more than the
+    # kernels of the state it wraps (its AFTER dependencies'): those kernels
+    waits: dict[int, list[int]] = {}
     # Every AFTER once, after everything it reaches: an iterative depth-first walk that does not
     # enter kernel ASTs or LINEAR bodies (nothing under them is a state of this graph); the
     # gate is `_enter_kernel_graph`, spelled out here because it runs once per node.
@@ -274,6 +285,8 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                                                   base)
                 storage = _storage(prev, base)
             me = u._scratch = len(supersede)
+            if not ks:  # no kernel writes it: it holds what the state it wraps holds, after
+                nums = _kernelless(p, deps, me, kernels, waits)  # its dependencies
             supersede.append(None)
             writers.append(new_writers)
             kernels.append(nums)
@@ -336,6 +349,10 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                             for t in ts:
                                 _add_number(children, t, i)
                             n += len(ts)
+                        if waits and st._scratch in waits:
+                            for t in waits[st._scratch]:
+                                _add_number(children, t, i)
+                            n += len(waits[st._scratch])
                 in_degree[i] += n
     it = iter(reads)
     for me, i, s in zip(it, it, it):  # write-after-read
@@ -346,6 +363,8 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
             if a == me:
                 continue
             ws = writers[a]
+            if ws.__class__ is list and not ws:  # it writes nothing new (no kernel, or only
+                ws = _next_writers(a, me, supersede, writers)  # the join's): what does next
             for t in (ws,) if ws.__class__ is int else ws:
                 if t != i:
                     _add_number(children, i, t)
@@ -355,6 +374,48 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
         k = calls[_on_cycle(children, in_degree)]
         raise CycleError(f"dependency cycle in the kernel graph through {describe_kernel(k)}")
     return UOp(Ops.LINEAR, src=tuple(map(calls.__getitem__, order)))
+
+
+def _kernelless(p: int | list[int], deps: list[UOp] | None, me: int, kernels: list,
+                waits: dict[int, list[int]]) -> list[int]:
+    """For an AFTER with no kernel (STORE or AFTER children only) superseding state(s) `p`:
+    its kernels, those of the state it wraps (what a reader of it waits for); the kernels of
+    its AFTER dependencies (and what those wait for) go to ``waits[me]``."""
+    held: list[int] = []
+    for q in (p,) if p.__class__ is int else p:
+        ks = kernels[q]
+        if ks is not None:
+            held += (ks,) if ks.__class__ is int else ks
+        held += waits.get(q, ())
+    wait: list[int] = []
+    for st in [st for d in deps for st in _states(d)] if deps else ():
+        if st.op is Ops.AFTER:
+            ks = kernels[st._scratch]
+            wait += (ks,) if ks.__class__ is int else ks
+            wait += waits.get(st._scratch, ())
+    if wait:
+        waits[me] = wait
+    return held
+
+
+def _next_writers(a: int, me: int, supersede: list, writers: list) -> list[int]:
+    """The kernels that next overwrite what state `a` holds, `a` writing nothing new itself:
+    the new writers of the states superseding it, through any others that write nothing new
+    either (the reader's own state `me` left out)."""
+    out: list[int] = []
+    todo, seen = [a], {a}
+    while todo:
+        sup = supersede[todo.pop()]
+        for b in () if sup is None else (sup,) if sup.__class__ is int else sup:
+            if b == me or b in seen:
+                continue
+            seen.add(b)
+            ws = writers[b]
+            if ws.__class__ is list and not ws:
+                todo.append(b)
+            else:
+                out += (ws,) if ws.__class__ is int else ws
+    return out
 
 
 def _new_writers(nums: int | list[int], before: int | list[int]) -> int | list[int]:
@@ -577,44 +638,67 @@ def _lower_all(root: UOp, get_kernel_graph, use_cache: bool) -> UOp:
     return root.substitute(mapping)
 
 
-def _resolve(linear: UOp, params: tuple[UOp, ...], binds: list[UOp] | None = None
-             ) -> list[UOp]:
-    """The calls of `linear` with PARAM slots bound to `params`, nested LINEAR calls flattened
-    (each a scope whose params shadow the outer ones), and internal BUFFERs renamed fresh per
-    resolution so two resolutions of one cached LINEAR never share intermediates. The BIND
-    arguments of the nested calls (their kernels read those variables) go to `binds`."""
+def _resolve(linear: UOp, params: tuple[UOp, ...], binds: list[UOp] | None = None,
+             keep: frozenset[UOp] | set[UOp] = frozenset()) -> list[UOp]:
+    """The calls of `linear` with PARAM slots bound to `params` and nested LINEAR calls
+    flattened (each a scope whose params shadow the outer ones). Internal BUFFERs are renamed
+    fresh per resolution of the scope that owns them, so two calls of one cached LINEAR never
+    share intermediates: a buffer belongs to the outermost scope whose own calls name it (one
+    an outer body names and a nested body names too is one buffer throughout). Buffers in
+    `keep` (the call's arguments) keep their identity. The BIND arguments of the nested calls
+    (their kernels read those variables) go to `binds`."""
     out: list[UOp] = []
-    stack = [(iter(linear.src), params, {})]
+    # per scope: its calls, its params, its renamed buffers, its body, the internal buffers
+    # its own calls name (made when a nested scope asks)
+    stack: list[list[Any]] = [[iter(linear.src), params, {}, linear, None]]
+
+    def renamed(b: UOp) -> UOp:
+        fresh = stack[-1][2]
+        for scope in stack[:-1]:  # outermost first: the owner is the first that names it
+            if scope[4] is None:
+                scope[4] = {x for c in scope[3].src for a in c.src[1:]
+                            for x in buffers_of(a)}
+            if b in scope[4]:
+                fresh = scope[2]
+                break
+        got = fresh.get(b)
+        if got is None:
+            got = fresh[b] = UOp.internal_buffer(b.dtype, b.size, b.device)
+        return got
+
     while stack:
-        calls, scope, fresh = stack[-1]
+        calls, scope = stack[-1][0], stack[-1][1]
         call = next(calls, None)
         if call is None:
             stack.pop()
             continue
         if call.op is not Ops.CALL or not call.src:
             raise ScheduleError(f"a LINEAR may only hold CALLs of a kernel, got {call.short()}")
-        args = tuple(_bind_arg(a, scope, fresh) for a in call.src[1:])
+        args = tuple(_bind_arg(a, scope, renamed, keep) for a in call.src[1:])
         body = call.src[0]
         if body.op is Ops.LINEAR:
             if binds is not None:
                 binds += [a for a in args if a.op is Ops.BIND]
-            stack.append((iter(body.src), args, {}))
+            stack.append([iter(body.src), args, {}, body, None])
         else:
             out.append(call if args == call.src[1:] else call.replace(src=(body, *args)))
     return out
 
 
-def _bind_arg(a: UOp, scope: tuple[UOp, ...], fresh: dict[UOp, UOp]) -> UOp:
+def _bind_arg(a: UOp, scope: tuple[UOp, ...], renamed: Callable[[UOp], UOp],
+              keep: frozenset[UOp] | set[UOp]) -> UOp:
     if a.op is Ops.PARAM:
-        if a.slot >= len(scope):
+        arg = a.arg
+        if type(arg) is not tuple or not arg or type(arg[0]) is not int or arg[0] < 0:
+            raise ScheduleError(f"a PARAM's arg must be (slot: int >= 0, device, size), got "
+                                f"{arg!r} in {a.short()}"[:300])
+        if arg[0] >= len(scope):
             raise ScheduleError(f"{a.short()} has no argument: the call passes {len(scope)}")
-        return scope[a.slot]
-    if a.op is Ops.BUFFER and a.slot < 0:
-        if a not in fresh:
-            fresh[a] = UOp.internal_buffer(a.dtype, a.size, a.device)
-        return fresh[a]
+        return scope[arg[0]]
+    if a.op is Ops.BUFFER and check_buffer(a).arg[0] < 0 and a not in keep:
+        return renamed(a)
     if a.op in _JOIN_OPS:
-        return map_join_leaves(a, lambda s: _bind_arg(s, scope, fresh))
+        return map_join_leaves(a, lambda s: _bind_arg(s, scope, renamed, keep))
     return a
 
 
@@ -623,6 +707,11 @@ def _kernel_vars(ast: UOp) -> frozenset[str]:
     names = ast._cache.get("vars")
     if names is None:  # DEFINE_VARs, and symbolic sizes in movement args (read from var_vals)
         nodes = ast.toposort()
+        for n in nodes:
+            if n.op is Ops.DEFINE_VAR and not (type(n.arg) is tuple and n.arg
+                                               and type(n.arg[0]) is str):
+                raise ScheduleError(f"a DEFINE_VAR's arg is (name, min, max), got {n.arg!r} "
+                                    f"in {n.short()}"[:300])
         node_cache(ast)["vars"] = names = frozenset(
             [n.arg[0] for n in nodes if n.op is Ops.DEFINE_VAR]
             + [d.name for n in nodes if n.op in GroupOp.Movement for d in syms_in(n.arg)])
@@ -675,6 +764,10 @@ def create_linear_with_vars(
     (it is per thread) and CAPTURING is on, the unplanned schedule goes to
     ``capturing[0].add_linear`` and an empty LINEAR is returned; otherwise the schedule is
     memory-planned holding the call's own BUFFER arguments (also those inside MSTACK/MSELECT).
+    The call's arguments keep their identity throughout; every other internal (negative-slot)
+    BUFFER is the schedule's own: it is renamed fresh for each call of the LINEAR body that
+    owns it (the outermost that names it), so a raw SINK's internal buffers are intermediates
+    too (pass a buffer the caller reads afterwards as a call argument, or give it a user slot).
 
     Raises `ScheduleError` (a `ValueError`) when binds of one variable disagree (the call's,
     nested calls' or kernels', whether or not a kernel reads it), a BIND is malformed, or the
@@ -697,7 +790,8 @@ def create_linear_with_vars(
     if lowered.op is not Ops.LINEAR:
         raise ScheduleError(f"the schedule pipeline must give a LINEAR, got {lowered.short()}")
     nested_binds: list[UOp] = []
-    calls = _resolve(lowered, top_args, nested_binds)
+    held = [b for a in top_args for b in buffers_of(a)]  # also inside MSTACK/MSELECT
+    calls = _resolve(lowered, top_args, nested_binds, set(held))
     linear = UOp(Ops.LINEAR, src=tuple(calls))
 
     used, call_binds = _variables_of(calls)
@@ -708,7 +802,6 @@ def create_linear_with_vars(
     if capturing and CAPTURING.value:
         capturing[0].add_linear(linear, var_vals)
         return UOp(Ops.LINEAR, src=()), var_vals
-    held = [b for a in top_args for b in buffers_of(a)]  # also inside MSTACK/MSELECT
     planned = memory_plan_rewrite(linear, held)
     if DEBUG.value:
         _check_and_report(planned, held, start, _cache_counts[0] > before,
@@ -1071,7 +1164,7 @@ def _new_program(key: ProgramKey, sink: UOp, bufs: list[UOp], binds: list[UOp],
     if lowered.op is not Ops.LINEAR:
         raise ScheduleError(f"the schedule pipeline must give a LINEAR, got {lowered.short()}")
     params = program_params(bufs)
-    calls = _resolve(lowered, params)
+    calls = _resolve(lowered, params, keep=set(bufs))
     to_param = dict(zip(bufs, params))
     calls = [c if not any(a in to_param or a.op in _JOIN_OPS for a in c.src[1:]) else
              c.replace(src=(c.src[0], *(a.substitute(to_param) for a in c.src[1:])))

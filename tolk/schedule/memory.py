@@ -161,7 +161,7 @@ def _planned(tok: object, linear: UOp, held: set[UOp]
                 arg = b.arg
                 if type(arg) is not tuple or len(arg) != 3 or type(arg[0]) is not int \
                         or type(arg[1]) is not str or type(arg[2]) is not int or arg[2] < 0:
-                    _bad_buffer(b)
+                    bad_buffer(b)
                 if arg[0] < 0 and b not in held:
                     b._scratch = len(bufs)
                     bufs.append(b)
@@ -173,7 +173,17 @@ def _planned(tok: object, linear: UOp, held: set[UOp]
     return bufs, first, last, copy
 
 
-def _bad_buffer(b: UOp) -> None:
+def check_buffer(b: UOp) -> UOp:
+    """`b`, a BUFFER whose arg is (slot: int, device: str, size: int >= 0); ScheduleError
+    naming it otherwise."""
+    arg = b.arg
+    if type(arg) is not tuple or len(arg) != 3 or type(arg[0]) is not int \
+            or type(arg[1]) is not str or type(arg[2]) is not int or arg[2] < 0:
+        bad_buffer(b)
+    return b
+
+
+def bad_buffer(b: UOp) -> None:
     raise ScheduleError(f"a BUFFER's arg must be (slot: int, device: str, size: int >= 0), got "
                         f"{b.arg!r} in {b.short()}"[:300])
 
@@ -279,7 +289,12 @@ def linear_stats(linear: UOp, held_bufs: Iterable[UOp] = ()) -> LinearStats:
     for i, call in enumerate(linear.src):  # views already planned: a lane per arena
         for a in call.src[1:]:
             for v in buffers_of(a, Ops.SLICE):
-                arenas[v.src[0]] = None
+                if len(v.src) != 1 or v.src[0].op is not Ops.BUFFER or type(v.arg) is not tuple \
+                        or len(v.arg) != 2 or not all(type(x) is int for x in v.arg):
+                    raise ScheduleError(f"a SLICE is SLICE(arena BUFFER) with arg (offset, "
+                                        f"bytes), got {v.short()} over "
+                                        f"{[x.op.name for x in v.src]}"[:300])
+                arenas[check_buffer(v.src[0])] = None
                 first.setdefault(v, i)
                 last[v] = i
                 lane[v] = (v.src[0],)
