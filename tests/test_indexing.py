@@ -281,3 +281,23 @@ def test_numpy_scalar_values_wrap_as_numpys_setitem():
         x[3] = np.float32(-3.2)
         a[3] = np.float32(-3.2)
         np.testing.assert_array_equal(x.numpy(), a)
+
+
+def test_data_dependent_indexing_inside_jit_says_what_reads_the_data():
+    y = Tensor(np.arange(4, dtype=np.float32))
+
+    @jit
+    def masked(m):
+        return y[m].sum()
+
+    @jit
+    def scatter(i):
+        z = Tensor(np.zeros(4, np.float32))
+        z[i] = 1.0
+        return z
+
+    for fn, arg, what in ((masked, Tensor(np.array([True, False, True, True])), "boolean mask"),
+                          (scatter, Tensor([1, 2]), "integer tensor indices")):
+        fn(arg).numpy()
+        with pytest.raises(JitError, match=what):
+            fn(arg)

@@ -396,3 +396,15 @@ def test_a_multitensor_needs_a_sequence_of_shards_with_axes():
                      Tensor(np.float32(2), device="CPU:2")], 0)
     with pytest.raises(TypeError, match="sequence of Tensors"):
         MultiTensor(Tensor(np.ones((2, 2), np.float32)), 0)
+
+
+def test_a_sharded_sum_with_an_int_or_bool_dtype_sums_in_it_as_numpy():
+    a = np.array([[100, 5], [100, 2]], np.int32)
+    m = Tensor(a).shard(DEVS, 0)
+    got = m.sum(0, dtype=dtypes.int8)
+    assert got.dtype is dtypes.int8 and got.numpy().tolist() == a.sum(0, dtype=np.int8).tolist()
+    b = np.array([[200, 100], [250, 3]], np.uint8)
+    assert Tensor(b).shard(DEVS, 0).sum(1, dtype=dtypes.uint8).numpy().tolist() == \
+        b.sum(1, dtype=np.uint8).tolist()
+    any_ = m.sum(dtype=dtypes.bool)
+    assert any_.dtype is dtypes.bool and any_.item() is True

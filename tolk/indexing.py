@@ -93,7 +93,9 @@ def _components(x, idx: tuple) -> list[tuple[str, Any, int]]:
                              "axis of length 1 or 0: use None and a slice)")
         if isinstance(i, Tensor):
             if i.dtype is dtypes.bool:
-                i = np.asarray(i.numpy(), dtype=np.bool_)  # nonzero() is data: realize it
+                i = np.asarray(_read(i, "a boolean mask index (its nonzero() gives the "
+                                      "places; mask.where(x, 0) reads nothing)"),
+                               dtype=np.bool_)
             elif i.dtype.is_float:
                 raise IndexError(f"tensors used as indices must be of integer (or boolean) "
                                  f"type, got {i.dtype.name}")
@@ -151,6 +153,18 @@ def _components(x, idx: tuple) -> list[tuple[str, Any, int]]:
         out.append(("basic", slice(None), axis))
         axis += 1
     return out
+
+
+def _read(t, what: str) -> np.ndarray:
+    """``t.numpy()``; inside a jit capture, whose replays could not read it again, a JitError
+    naming `what` needs the values."""
+    from tolk.errors import JitError
+
+    try:
+        return t.numpy()
+    except JitError:
+        raise JitError(f"{what} reads tensor data, which a captured (jitted) function cannot "
+                       "do: its replays would reuse the values of the capture") from None
 
 
 def _is_bound(i: Any) -> bool:
@@ -271,8 +285,10 @@ def setitem(x, idx: tuple, value) -> None:
     if _lazy_mask(x, idx, value):
         return
     # the places written are data: integer index tensors are read (realized) first
-    idx = tuple(np.asarray(i.numpy()) if isinstance(i, Tensor) and i.ndim and
-                i.dtype.kind in "iu" else i for i in idx)
+    idx = tuple(np.asarray(_read(i, "an assignment at integer tensor indices (the places "
+                                 "written are data; a select with where reads nothing)"))
+                if isinstance(i, Tensor) and i.ndim and i.dtype.kind in "iu" else i
+                for i in idx)
     p = _Plan(x, idx)
     v = _value(x, value)
     shape = p.result_shape()

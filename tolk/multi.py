@@ -420,15 +420,16 @@ class MultiTensor:
         """Reduction axes as Tensor takes them (a shard has this tensor's axes)."""
         return self.shards[0]._axes(axis)
 
-    def _reduce(self, name: str, axis, keepdim: bool, combine):
+    def _reduce(self, name: str, axis, keepdim: bool, combine, **kw):
         axes = self._axes(axis)
         if self.axis not in axes:
             new_axis = self.axis if keepdim else self.axis - sum(1 for a in axes if a < self.axis)
-            return MultiTensor([getattr(s, name)(axes, keepdim=keepdim) for s in self.shards],
-                               new_axis)
+            return MultiTensor([getattr(s, name)(axes, keepdim=keepdim, **kw)
+                                for s in self.shards], new_axis)
         # an empty shard holds nothing to reduce (and max/min of nothing has no identity)
         shards = [s for s in self.shards if s.shape[self.axis] > 0] or list(self.shards[:1])
-        parts = [getattr(s, name)(axes, keepdim=keepdim).to(self.devices[0]) for s in shards]
+        parts = [getattr(s, name)(axes, keepdim=keepdim, **kw).to(self.devices[0])
+                 for s in shards]
         out = parts[0]
         for p in parts[1:]:
             out = combine(out, p)
@@ -437,9 +438,10 @@ class MultiTensor:
     @_numpy_names
     def sum(self, axis=None, keepdim: bool = False, dtype=None):
         """Sum; 16-bit floats add in float32, the shards' partial sums too (as Tensor.sum);
-        `dtype` as Tensor.sum's (the shards cast first)."""
+        `dtype` as Tensor.sum's: each shard sums in it and the partial sums add in it (ints
+        wrap as numpy's do, a bool sum is any)."""
         if dtype is not None:
-            return self.cast(dtype).sum(axis, keepdim)
+            return self._reduce("sum", axis, keepdim, lambda a, b: a + b, dtype=dtype)
         return self._sum(axis, keepdim)
 
     @_half_in_float32
