@@ -301,3 +301,75 @@ def test_data_dependent_indexing_inside_jit_says_what_reads_the_data():
         fn(arg).numpy()
         with pytest.raises(JitError, match=what):
             fn(arg)
+
+
+# -- index_add: numpy's add.at on a copy -------------------------------------------------------
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16, np.int8, np.int64, np.bool_])
+def test_index_add_matches_numpys_add_at(dt):
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        shape = tuple(int(n) for n in rng.integers(1, 4, rng.integers(1, 4)))
+        d = int(rng.integers(0, len(shape)))
+        m = int(rng.integers(0, 6))
+        idx = rng.integers(-shape[d], shape[d], m)
+        base = (rng.standard_normal(shape) * 50).astype(dt)
+        src_shape = shape[:d] + (m,) + shape[d + 1:]
+        src = (rng.standard_normal(src_shape) * 50).astype(dt)
+        want = base.copy()
+        np.add.at(want, (slice(None),) * d + (idx,), src)
+        x, s = Tensor(base), Tensor(src)
+        if rng.random() < 0.3 and len(shape) > 1:  # non-contiguous operands
+            x, s = Tensor(base.T.copy()).T, Tensor(src.T.copy()).T
+        got = x.index_add(d, Tensor(idx), s)
+        assert got.dtype is x.dtype
+        np.testing.assert_array_equal(got.numpy(), want)
+        np.testing.assert_array_equal((x.index_add(d, idx.tolist(), s) * 1).numpy(),
+                                      want * np.asarray(1, dt))  # fused, host index
+
+
+def test_index_add_accumulates_an_embedding_gradient_in_place():
+    grad = Tensor(np.zeros((6, 3), np.float32))
+    tokens = Tensor(np.array([[1, 4, 1], [0, 1, 5]]))
+    upstream = Tensor(np.arange(18, dtype=np.float32).reshape(2, 3, 3))
+    grad.assign(grad.index_add(0, tokens.reshape(-1), upstream.reshape(-1, 3)))
+    want = np.zeros((6, 3), np.float32)
+    np.add.at(want, np.array([1, 4, 1, 0, 1, 5]), np.arange(18, dtype=np.float32).reshape(6, 3))
+    np.testing.assert_array_equal(grad.numpy(), want)
+
+
+def test_index_add_takes_alpha_scalars_and_broadcast_sources():
+    a = np.zeros((3, 4), np.float32)
+    got = Tensor(a).index_add(1, [0, 0, 3], 2.0, alpha=3)
+    want = a.copy()
+    np.add.at(want, (slice(None), [0, 0, 3]), 6.0)
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_index_add_errors_name_what_is_wrong():
+    x = Tensor(np.zeros((3, 2), np.float32))
+    with pytest.raises(IndexError, match="out of bounds"):
+        x.index_add(0, Tensor([0, 3]), Tensor(np.ones((2, 2), np.float32))).numpy()
+    with pytest.raises(ShapeError, match="does not broadcast"):
+        x.index_add(0, [0], Tensor(np.ones((2, 2), np.float32)))
+    with pytest.raises(TypeError, match="1-d integer index"):
+        x.index_add(0, Tensor([[0]]), Tensor(np.ones((1, 2), np.float32)))
+    with pytest.raises(TypeError, match="same-kind"):
+        Tensor(np.zeros(3, np.int32)).index_add(0, [0], Tensor([1.5]))
+    with pytest.raises(IndexError, match="integers"):
+        x.index_add(0, [0.5], Tensor(np.ones((1, 2), np.float32)))
+    assert x.numpy().tolist() == [[0.0, 0.0]] * 3
+
+
+def test_index_add_replays_under_jit_with_new_indices():
+    @jit
+    def step(g, i, v):
+        return g.index_add(0, i, v)
+
+    g = Tensor(np.zeros((4, 2), np.float32))
+    for idx in ([0, 0], [3, 1], [2, 2]):
+        v = np.ones((2, 2), np.float32) * (idx[0] + 1)
+        want = np.zeros((4, 2), np.float32)
+        np.add.at(want, idx, v)
+        np.testing.assert_array_equal(step(g, Tensor(idx), Tensor(v)).numpy(), want)

@@ -1781,6 +1781,49 @@ class Tensor:
             raise DeviceError(f"gather indices on {idx.device}, values on {self.device}")
         return Tensor(UOp(Ops.GATHER, self.dtype, (self.uop, idx.uop)))
 
+    def index_add(self, dim: int, index: Tensor, source, alpha=1) -> Tensor:
+        """A new tensor: this one with ``alpha * source`` added at positions `index` along
+        `dim` (PyTorch's index_add; numpy's ``np.add.at(x, (..., index), source)`` on a copy):
+        ``out[..., index[i], ...] += alpha * source[..., i, ...]``, a position named twice
+        getting both. `index` is a 1-d integer tensor (or a list or array), `source` this
+        tensor's shape with ``len(index)`` along `dim` (broadcast to it; cast to this dtype
+        where numpy's same-kind rule allows, a TypeError otherwise). A negative index counts
+        from the end; one out of range raises numpy's IndexError when the kernel runs."""
+        d = _norm_axis(dim, self.ndim)
+        if not isinstance(index, Tensor):
+            index = Tensor(_host_index(index, "index_add"), device=self.device)
+        if index.dtype.is_float or index.dtype is dtypes.bool or index.ndim != 1:
+            raise TypeError(f"index_add needs a 1-d integer index, got {index.dtype.name} of "
+                            f"shape {index.shape}")
+        if index.device != self.device:
+            raise DeviceError(f"index_add index on {index.device}, tensor on {self.device}")
+        _static_dims(self, "index_add", (d,))
+        if self.shape[d] == 0 and index.shape[0] != 0:
+            raise IndexError(f"index_add of {index.shape[0]} positions along axis {d} of size 0")
+        if isinstance(source, Tensor):
+            src = source
+        elif isinstance(source, (list, tuple, np.ndarray)):
+            src = Tensor(np.asarray(source), device=self.device)
+        else:  # a scalar, weakly typed (this tensor's dtype)
+            src = Tensor.full((), source, dtype=self.dtype, device=self.device)
+        if src.device != self.device:
+            raise DeviceError(f"index_add source on {src.device}, tensor on {self.device}")
+        if not _same_kind(src.dtype, self.dtype):
+            raise TypeError(f"index_add of {src.dtype.name} values into a {self.dtype.name} "
+                            "tensor (numpy's same-kind rule refuses it)")
+        want = self.shape[:d] + (index.shape[0],) + self.shape[d + 1:]
+        if not _callify._broadcastable(src.shape, want):
+            raise ShapeError(f"index_add source of shape {src.shape} does not broadcast to "
+                             f"{want} (this shape with len(index) along axis {d})")
+        src = src._broadcast_to(want)
+        if alpha != 1:
+            src = src * alpha
+        src = src.cast(self.dtype)
+        order = [d] + [a for a in range(self.ndim) if a != d]
+        x, v = self.permute(order), src.permute(order)
+        out = Tensor(UOp(Ops.SCATTER_ADD, self.dtype, (x.uop, index.uop, v.uop)))
+        return out.permute([order.index(a) for a in range(self.ndim)])
+
     def _window_outs(self, k, stride, dilation) -> tuple[int, ...]:
         """Output sizes of windows `k` sliding over the last len(k) axes; ShapeError if none fit."""
         for what, v in (("kernel size", k), ("stride", stride), ("dilation", dilation)):
@@ -2119,6 +2162,16 @@ def _split(shape) -> tuple[tuple[Sym, ...], int]:
     """(symbolic dims in order, product of the int dims): equal for reshapeable shapes."""
     return (tuple(d for d in shape if isinstance(d, Sym)),
             prod(d for d in shape if not isinstance(d, Sym)))
+
+
+def _host_index(index, what: str) -> np.ndarray:
+    """A list or array of indices as an integer numpy array (IndexError otherwise)."""
+    a = np.asarray(index)
+    if a.size == 0 and a.dtype.kind == "f" and not isinstance(index, np.ndarray):
+        a = a.astype(np.int64)
+    if a.dtype.kind not in "iu":
+        raise IndexError(f"{what} indices must be integers, got {a.dtype}")
+    return a
 
 
 def _index_tuple(idx) -> tuple:

@@ -373,6 +373,9 @@ class _Codegen:
         elif op is Ops.GATHER:
             self.takes[n] = (len(self.lines), f"{s[0]}, {s[1]}")
             self.emit(n, f"take_rows({s[0]}, {s[1]})")
+        elif op is Ops.SCATTER_ADD:
+            self.emit(n, self.bf16(n, f"scatter_add({s[0]}, {s[1]}, {s[2]}, "
+                                      f"{self.const(cdt)})"))
         elif op in GroupOp.Movement:
             self.emit(n, self.movement(n, s[0]))
         elif op is Ops.STORE:
@@ -810,6 +813,20 @@ def take_rows(src: np.ndarray, idx) -> np.ndarray:
     return np.take(src, _row_indices(src, idx), axis=0)
 
 
+def scatter_add(base, idx, values, dt: np.dtype) -> np.ndarray:
+    """A copy of `base` (as `dt`) with `values` added at rows `idx` along axis 0, numpy's
+    ``np.add.at``: a row named twice gets both; an index outside ``[-n, n)`` raises numpy's
+    IndexError before anything is added."""
+    out = np.array(base, dtype=dt)  # (a copy: base may be a buffer's own memory)
+    idx = _row_indices(out, idx)
+    n = out.shape[0] if out.ndim else 0
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        bad = idx[(idx < -n) | (idx >= n)].flat[0]
+        raise IndexError(f"index {bad} is out of bounds for axis 0 with size {n}")
+    np.add.at(out, idx, np.asarray(values, dtype=dt))
+    return out
+
+
 def take_into(out: np.ndarray, src: np.ndarray, idx) -> None:
     """`take_rows` written into `out`: directly where the shapes and dtypes agree and `out`
     shares no memory with the operands, else through a temporary (what a store of it would
@@ -934,6 +951,7 @@ _GLOBALS = {"contract": contract, "exact_where_not_finite": exact_where_not_fini
             "ufunc_into": ufunc_into, "concat_target": concat_target, "pad_fill": pad_fill,
             "any_negative": any_negative, "take_into": take_into,
             "take_rows": take_rows, "ordered_reduce": ordered_reduce,
+            "scatter_add": scatter_add,
             "np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
             "bf16_round": bf16_round,
             "view_reshape": view_reshape, "reshape_prefix": reshape_prefix,

@@ -185,6 +185,9 @@ class Ops(int, metaclass=_OpsType):
     # unary: numpy's log1p and expm1 (accurate near 0, where log(1 + x) and exp(x) - 1 are not)
     LOG1P = auto()
     EXPM1 = auto()
+    # (base, idx, values): base with values added at rows idx along axis 0, numpy's add.at
+    # on a copy (a row named twice gets both), the shape and dtype of base
+    SCATTER_ADD = auto()
 
     name: str  # in the member's own __dict__ (an int subclass takes no slots)
 
