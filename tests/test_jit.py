@@ -940,3 +940,52 @@ def test_a_jitted_method_reads_lazy_globals_and_bound_variables_as_a_function_do
             _SRC.assign(Tensor(np.full(2, 10, np.float32))).realize()
         assert r.f(Tensor(np.zeros(2, np.float32))).tolist() == [2.0, 2.0]
         assert r.head(Tensor(np.arange(8, dtype=np.float32))).item() == 3.0
+
+
+def test_a_tensor_realized_inside_the_capture_and_kept_keeps_its_values():
+    kept = []
+
+    @tolk.jit
+    def f(a):
+        b = (a * 2).realize()
+        kept.append(b)
+        return b + 1
+
+    for i in range(4):
+        out = f(Tensor(np.full(2, float(i), np.float32)))
+        assert out.numpy().tolist() == [2.0 * i + 1] * 2
+    assert [k.numpy().tolist() for k in kept] == [[0.0, 0.0], [2.0, 2.0]]
+
+
+def test_a_closure_tensor_bound_to_another_is_refused_on_replay():
+    w = Tensor([1.0])
+
+    @tolk.jit
+    def step(a):
+        return a * w
+
+    step(Tensor([1.0]))
+    step(Tensor([1.0]))
+    w.assign(Tensor([3.0]))  # assigned: the same tensor, its new value read
+    assert step(Tensor([2.0])).item() == 6.0
+    w = Tensor([10.0])  # noqa: F841 (rebound: the closure cell now holds another tensor)
+    with pytest.raises(JitError, match="'w', now another tensor"):
+        step(Tensor([2.0]))
+
+
+def test_the_jit_keeps_no_output_of_the_capture_alive():
+    import gc
+    import weakref
+
+    @tolk.jit
+    def h(a):
+        return {"y": a * 2, "z": [a + 1]}
+
+    refs = []
+    for _ in range(4):
+        out = h(Tensor(np.ones(3, np.float32)))
+        assert out["y"].numpy().tolist() == [2.0] * 3 and out["z"][0].numpy().tolist() == [2.0] * 3
+        refs.append(weakref.ref(out["y"]))
+        del out
+        gc.collect()
+    assert not any(r() is not None for r in refs)

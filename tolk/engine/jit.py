@@ -12,7 +12,9 @@ Arguments may be Tensors, sharded tensors (their shards are the inputs) and boun
 in any mix (positional or keyword, also inside lists, tuples and dicts); any other value is a
 constant baked into the capture, and so is every number the function reads as a global or
 closure variable (a replay where one changed is a JitError: pass it as an argument, a 0-d
-Tensor to vary it; one read as an attribute of an object is not seen). A replay's arguments
+Tensor to vary it; one read as an attribute of an object is not seen); a tensor read that way
+must be the same tensor at every replay (the capture reads its buffer: assign into it to change
+it; one bound to another tensor is a JitError). A replay's arguments
 must have the captured call's shape:
 the same containers (dict keys, lengths), tensors and variables in the same places, and equal
 constants (``==``; numpy arrays by value), else a JitError (a call the function's signature
@@ -27,6 +29,9 @@ inside a captured function is an error (the value would be baked in), and so is 
 random numbers inside it (rand, randn, uniform draw in Python: a replay would reuse them;
 draw outside and pass them in). ``w -= lr * g`` is an assign (Tensor's in-place operators
 write in place), so a replay makes it again.
+
+A tensor the function realizes on the way without returning it gets fresh memory at each
+replay, so one kept from the capture call keeps its values.
 
 Assigns: the capture takes every assign the function makes (also into tensors it does not
 return: a weight update), so each replay makes them again. This thread's assigns still
@@ -53,6 +58,7 @@ import math
 import struct
 import threading
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -292,12 +298,15 @@ class CapturedJit:
         self.const_outs: set[UOp] = set()  # made from host data in the function: copied
         self.kept_outs: set[UOp] = set()  # closure tensors' buffers returned: kept
         self.fixed: set[UOp] = set()  # the buffers the plan binds itself (closure tensors)
+        self.scratch: list[UOp] = []  # buffers made and written during the capture, not
+        # returned: fresh per replay
         self.stored: set[UOp] = set()  # the buffers the plan writes
         self.seen_assigns = 0  # `callify.assign_count` when pending assigns were last run
         self.in_kinds: list = []  # per argument tensor: None, or a sharded one's layout
         self.in_skeleton: list = []  # the captured call's arguments (`_flatten`)
         self.scalar_names: tuple = ([], set())  # the globals it loads, closure cells it writes
         self.in_scalars: list = []  # the numbers among those and its closure variables
+        self.in_tensors: list = []  # and the tensors: (name, weak reference)
         self.baked_vals: dict[str, int] = {}  # variables the arguments do not bind
         self._lock = threading.RLock()  # a nested call of this function runs as plain code
         self.initial: dict[UOp, np.ndarray] = {}  # host data made inside, then written
@@ -436,6 +445,8 @@ class CapturedJit:
         _realize_closure_lazies(self.fn)
         self.scalar_names = _global_names(self.fn)
         self.in_scalars = _scalar_reads(self.fn, self.scalar_names)
+        self.in_tensors = [(n, weakref.ref(t)) for n, t in _tensor_reads(self.fn,
+                                                                         self.scalar_names)]
         _run_pending()  # what was assigned before the call is not the function's to replay
         first_new = fresh_buffer_slot()  # buffers past it are made during the capture
         self.seen_assigns = assign_count[0]
@@ -473,7 +484,7 @@ class CapturedJit:
         self.in_alias = _aliases(in_bufs)
         self.out_views = [o.uop for o in out_tensors]
         self.out_bufs = list({_base(o.uop): None for o in out_tensors})  # distinct buffers
-        self.out_template = out
+        self.out_template = _rebuild(out, None, _skeleton_leaf)  # (holds no tensor)
         linear = UOp(Ops.LINEAR, src=tuple(cap.calls))
         held = [*in_bufs, *self.out_bufs]
         self.linear = memory_plan_rewrite(linear, held)
@@ -526,6 +537,14 @@ class CapturedJit:
         for j, b in enumerate(self.out_bufs):
             if b not in self.kept_outs:
                 where.setdefault(b, ("out", j))
+        # a buffer made during the capture that the plan writes and does not return (a
+        # tensor the function realized on the way): fresh per call, so a replay never writes
+        # into the one the capture call made (a caller may keep that tensor)
+        self.scratch = [b for b in dict.fromkeys(a for c in self.linear.src for a in c.src[1:])
+                        if b.op is Ops.BUFFER and b not in where and b in stored
+                        and b.arg[0] > first_new]
+        for k, b in enumerate(self.scratch):
+            where[b] = ("scratch", k)
         self.fixed = {a for c in self.linear.src for a in c.src[1:]
                       if a.op is Ops.BUFFER and a not in where}
         # closure tensors' buffers the plan writes (the inputs it writes: `written_in`)
@@ -565,6 +584,14 @@ class CapturedJit:
             raise JitError(f"the jitted function reads {name!r}, now {_shown(now)}, captured as "
                            f"{_shown(was.get(name))}: the capture baked it in; pass it as an "
                            f"argument (a 0-d Tensor varies without a new capture), or reset()")
+        now = _tensor_reads(self.fn, self.scalar_names)
+        if len(now) != len(self.in_tensors) or any(
+                n != m or ref() is not t for (n, t), (m, ref) in zip(now, self.in_tensors)):
+            name = next((n for (n, t), (m, ref) in zip(now, self.in_tensors)
+                         if n != m or ref() is not t), (now or self.in_tensors)[-1][0])
+            raise JitError(f"the jitted function reads the tensor {name!r}, now another tensor "
+                           "than at capture: the capture reads the captured one's buffer; pass "
+                           "it as an argument (or assign into it), or reset()")
         in_bufs = [_input_buffer(t) for t in tensors]
         self._check_aliases(_aliases(in_bufs))
         for i, b in enumerate(in_bufs):
@@ -595,11 +622,13 @@ class CapturedJit:
             new_bufs.append(copy_buffer(b, np.zeros(b.nbytes, np.uint8) if start is None
                                         else start))
         outs = [typed_view(b) for b in new_bufs]
+        scratch = [typed_view(copy_buffer(b, self.initial.get(b, np.zeros(b.nbytes, np.uint8))))
+                   for b in self.scratch]
+        spaces = {"in": ins, "out": outs, "scratch": scratch}
         var_vals = {**self.baked_vals, **{b.name: _var_value(b) for b in binds}}
         with np.errstate(all="ignore"):
             for kernel, specs in self.plan:
-                bufs = [s[1] if s[0] == "fixed" else (ins[s[1]] if s[0] == "in" else outs[s[1]])
-                        for s in specs]
+                bufs = [s[1] if s[0] == "fixed" else spaces[s[0]][s[1]] for s in specs]
                 if kernel is None:
                     np.copyto(bufs[0], bufs[1].view(bufs[0].dtype))
                 else:
@@ -695,6 +724,29 @@ def _scalar_reads(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple
     return out
 
 
+def _tensor_reads(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple[str, Any]]:
+    """The tensors (sharded ones too) `fn` reads as globals or closure variables, as (name,
+    tensor) pairs: the capture reads their buffers, so a replay must find the same ones."""
+    from tolk.multi import MultiTensor
+    from tolk.tensor import Tensor
+
+    out: list[tuple[str, Any]] = []
+    f: Any = fn
+    seen: set[int] = set()
+    loads, written = names
+    kinds = (Tensor, MultiTensor)
+    while f is not None and id(f) not in seen:
+        seen.add(id(f))
+        scope = getattr(f, "__globals__", {})
+        out += [(n, scope[n]) for n in loads if isinstance(scope.get(n), kinds)]
+        code, cells = getattr(f, "__code__", None), getattr(f, "__closure__", None) or ()
+        if code is not None:
+            out += [(n, c.cell_contents) for n, c in zip(code.co_freevars, cells)
+                    if n not in written and _cell_set(c) and isinstance(c.cell_contents, kinds)]
+        f = getattr(f, "__wrapped__", None)
+    return out
+
+
 def _same_scalars(now: list[tuple[str, Any]], was: list[tuple[str, Any]]) -> bool:
     if len(now) != len(was):
         return False
@@ -774,24 +826,47 @@ def _realize_outputs(out) -> None:
 _NESTED = object()  # `_rebuilt_leaf`'s answer for a list, tuple or dict
 
 
-def _rebuilt_leaf(x, fresh):
+class _TensorSlot:
+    """In an output template, where a tensor goes (a sharded one: its axis and shard count)."""
+
+    __slots__ = ("axis", "shards")
+
+    def __init__(self, axis: int | None = None, shards: int = 0):
+        self.axis, self.shards = axis, shards
+
+
+_ONE_TENSOR = _TensorSlot()
+
+
+def _skeleton_leaf(x, fresh):
+    """`_rebuild`'s leaf for a template: a slot where a tensor is (no tensor kept alive)."""
     from tolk.multi import MultiTensor
     from tolk.tensor import Tensor
 
     if isinstance(x, Tensor):
-        return next(fresh)
+        return _ONE_TENSOR
     if isinstance(x, MultiTensor):
-        return MultiTensor([next(fresh) for _ in x.shards], x.axis)
+        return _TensorSlot(x.axis, len(x.shards))
     return _NESTED if isinstance(x, (list, tuple, dict)) else x
 
 
-def _rebuild(template, fresh):
-    """`template` with its tensors replaced by `fresh` ones, in `_flatten`'s order, nested
-    containers rebuilt bottom up without recursion."""
+def _rebuilt_leaf(x, fresh):
+    from tolk.multi import MultiTensor
+
+    if x is _ONE_TENSOR:
+        return next(fresh)
+    if isinstance(x, _TensorSlot):
+        return MultiTensor([next(fresh) for _ in range(x.shards)], x.axis)
+    return _NESTED if isinstance(x, (list, tuple, dict)) else x
+
+
+def _rebuild(template, fresh, leaf=_rebuilt_leaf):
+    """`template` (`_skeleton_leaf`'s) with its tensor slots filled by `fresh` tensors, in
+    `_flatten`'s order, nested containers rebuilt bottom up without recursion."""
     def kids(x) -> list:
         return [x[k] for k in _dict_keys(x)] if isinstance(x, dict) else list(x)
 
-    top = _rebuilt_leaf(template, fresh)
+    top = leaf(template, fresh)
     if top is not _NESTED:
         return top
     stack = [(template, kids(template), [])]
@@ -799,7 +874,7 @@ def _rebuild(template, fresh):
         node, todo, done = stack[-1]
         if len(done) < len(todo):
             kid = todo[len(done)]
-            v = _rebuilt_leaf(kid, fresh)
+            v = leaf(kid, fresh)
             if v is _NESTED:
                 stack.append((kid, kids(kid), []))
             else:
