@@ -1170,3 +1170,26 @@ def test_malformed_wrappers_buffers_vars_and_slices_are_named():
     for bad in (UOp(Ops.SLICE, F32, (), (0, 4)), UOp(Ops.SLICE, F32, (arena,), None)):
         with pytest.raises(ScheduleError, match="SLICE"):
             linear_stats(UOp(Ops.LINEAR, src=(kernel("k", bad),)))
+
+
+def test_a_reader_of_a_wrapper_runs_before_a_sibling_overwrite_of_the_wrapped_state():
+    b, o = buf(1), buf(2)
+    x = after(b, _store_of(b))  # b's state, wrapped
+    assert names(create_schedule(UOp.sink(write(b, "w1"), write(o, "r", x)))) == ["r", "w1"]
+    s0 = write(b, "w0")
+    x = after(s0, _store_of(b))
+    order = names(create_schedule(UOp.sink(write(s0, "w1"), write(o, "r", x))))
+    assert order == ["w0", "r", "w1"]
+    x = after(s0, write(buf(3), "dep"))  # with a dependency: the same, after it
+    order = names(create_schedule(UOp.sink(write(s0, "w1"), write(o, "r", x))))
+    assert order.index("r") < order.index("w1") and order.index("dep") < order.index("r")
+
+
+def test_a_reader_of_an_ordering_join_runs_before_an_overwrite_of_a_part():
+    a, c, o = buf(1), buf(2), buf(3)
+    k = kernel("k", a, c)
+    sa, sc = after(a, k), after(c, k)
+    joined = after(UOp(Ops.MSTACK, F32, (sa, sc)), k)  # k already wrote both: ordering only
+    order = names(create_schedule(UOp.sink(write(sc, "w"), write(o, "r", joined))))
+    assert order == ["k", "r", "w"]
+

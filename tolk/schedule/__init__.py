@@ -233,6 +233,9 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
     # by state number, for an AFTER with no kernel whose readers wait for more than the
     # kernels of the state it wraps (its AFTER dependencies'): those kernels
     waits: dict[int, list[int]] = {}
+    # by state number, for an AFTER that writes nothing new (no kernel, or a join's kernels
+    # only): the state(s) it supersedes, whose content it holds
+    wraps: dict[int, int | list[int]] = {}
     # Every AFTER once, after everything it reaches: an iterative depth-first walk that does not
     # enter kernel ASTs or LINEAR bodies (nothing under them is a state of this graph); the
     # gate is `_enter_kernel_graph`, spelled out here because it runs once per node.
@@ -284,9 +287,16 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                 p, new_writers = _join_superseded(prev, nums, tok, supersede, writers, kernels,
                                                   base)
                 storage = _storage(prev, base)
+            if not ks and not deps and p.__class__ is int:  # STORE children only: the
+                u._scratch = p  # state it wraps, one state to its readers and overwriters
+                if base[p] is None:
+                    base[p] = storage
+                continue
             me = u._scratch = len(supersede)
             if not ks:  # no kernel writes it: it holds what the state it wraps holds, after
                 nums = _kernelless(p, deps, me, kernels, waits)  # its dependencies
+            if new_writers.__class__ is list and not new_writers:
+                wraps[me] = p
             supersede.append(None)
             writers.append(new_writers)
             kernels.append(nums)
@@ -345,7 +355,7 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                         if ts.__class__ is int:
                             _add_number(children, ts, i)
                             n += 1
-                        else:
+                        elif ts is not None:  # (None: a buffer's own state, under a wrapper)
                             for t in ts:
                                 _add_number(children, t, i)
                             n += len(ts)
@@ -369,6 +379,8 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                 if t != i:
                     _add_number(children, i, t)
                     in_degree[t] += 1
+    if wraps:  # a reader of a kernel-less AFTER reads the state it wraps: it runs before
+        _war_through_wrappers(reads, wraps, waits, supersede, writers, children, in_degree)
     order = _linearize(children, in_degree)
     if len(order) < len(calls):
         k = calls[_on_cycle(children, in_degree)]
@@ -391,11 +403,44 @@ def _kernelless(p: int | list[int], deps: list[UOp] | None, me: int, kernels: li
     for st in [st for d in deps for st in _states(d)] if deps else ():
         if st.op is Ops.AFTER:
             ks = kernels[st._scratch]
-            wait += (ks,) if ks.__class__ is int else ks
+            if ks is not None:  # (None: a buffer's own state under a STORE-only AFTER)
+                wait += (ks,) if ks.__class__ is int else ks
             wait += waits.get(st._scratch, ())
     if wait:
         waits[me] = wait
     return held
+
+
+def _war_through_wrappers(reads: list[int], wraps: dict[int, int | list[int]],
+                          waits: dict[int, list[int]], supersede: list, writers: list,
+                          children: list, in_degree: list) -> None:
+    """Write-after-read edges for the readers of AFTERs that write nothing new (no kernel, or
+    a join's kernels only): such an AFTER holds the states it supersedes, so its readers run
+    before the other kernels that overwrite those (the ones it waits for left out: they run
+    first), through chains of such AFTERs."""
+    it = iter(reads)
+    for me, i, s in zip(it, it, it):
+        if s not in wraps:
+            continue
+        todo, seen = [(s, frozenset(waits.get(s, ())))], {s}
+        while todo:
+            x, skip = todo.pop()
+            held = wraps[x]
+            for q in (held,) if held.__class__ is int else held:
+                if q in wraps and q not in seen:
+                    seen.add(q)
+                    todo.append((q, skip | frozenset(waits.get(q, ()))))
+                sup = supersede[q]
+                for a in () if sup is None else (sup,) if sup.__class__ is int else sup:
+                    if a == me or a == x:
+                        continue
+                    ws = writers[a]
+                    if ws.__class__ is list and not ws:
+                        ws = _next_writers(a, me, supersede, writers)
+                    for t in (ws,) if ws.__class__ is int else ws:
+                        if t != i and t not in skip:
+                            _add_number(children, i, t)
+                            in_degree[t] += 1
 
 
 def _next_writers(a: int, me: int, supersede: list, writers: list) -> list[int]:
@@ -421,6 +466,8 @@ def _next_writers(a: int, me: int, supersede: list, writers: list) -> list[int]:
 def _new_writers(nums: int | list[int], before: int | list[int]) -> int | list[int]:
     """The kernels of a join (`nums`) that were not already writers of the state it supersedes
     (`before`: that AFTER's kernels): those are ordering, not writes."""
+    if before is None:  # (a buffer's own state, under a kernel-less wrapper: no writers)
+        return nums
     old = (before,) if before.__class__ is int else before
     if nums.__class__ is int:
         return [] if nums in old else nums
@@ -467,7 +514,8 @@ def _join_superseded(join: UOp, nums: int | list[int], tok: object, supersede: l
         if st.op is Ops.AFTER:
             numbers.append(st._scratch)
             ks = kernels[st._scratch]
-            before += (ks,) if ks.__class__ is int else ks
+            if ks is not None:
+                before += (ks,) if ks.__class__ is int else ks
         else:
             numbers.append(_state_number(st, tok, supersede, writers, kernels, base))
     return numbers, _new_writers(nums, before) if before else nums
