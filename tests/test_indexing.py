@@ -373,3 +373,16 @@ def test_index_add_replays_under_jit_with_new_indices():
         want = np.zeros((4, 2), np.float32)
         np.add.at(want, idx, v)
         np.testing.assert_array_equal(step(g, Tensor(idx), Tensor(v)).numpy(), want)
+
+
+def test_index_add_refuses_what_numpys_same_kind_rule_refuses():
+    x = Tensor(np.zeros(2, np.int32))
+    with pytest.raises(TypeError, match="same-kind"):
+        x.index_add(0, [0], 2.5)
+    with pytest.raises(TypeError, match="integer alpha"):
+        x.index_add(0, [0], Tensor(np.ones(1, np.int32)), alpha=0.5)
+    with pytest.raises(TypeError, match="alpha must be a number"):
+        Tensor(np.zeros(2, np.float32)).index_add(0, [0], 1.0, alpha=Tensor(2.0))
+    with pytest.raises(ShapeError, match="0-d"):
+        Tensor(1.0).index_add(0, [0], 2.0)
+    assert x.index_add(0, [0, 0], 3, alpha=2).numpy().tolist() == [12, 0]

@@ -942,19 +942,22 @@ def test_a_jitted_method_reads_lazy_globals_and_bound_variables_as_a_function_do
         assert r.head(Tensor(np.arange(8, dtype=np.float32))).item() == 3.0
 
 
-def test_a_tensor_realized_inside_the_capture_and_kept_keeps_its_values():
-    kept = []
+def test_a_tensor_realized_inside_and_kept_outside_shows_the_latest_replay():
+    """Documented: such a tensor lives in memory every replay writes again (as a captured
+    graph's intermediates do elsewhere), so one kept on an object follows the replays."""
+    class Model:
+        last = None
+
+    m = Model()
 
     @tolk.jit
     def f(a):
-        b = (a * 2).realize()
-        kept.append(b)
-        return b + 1
+        m.last = (a * 2).realize()
+        return m.last + 1
 
     for i in range(4):
-        out = f(Tensor(np.full(2, float(i), np.float32)))
-        assert out.numpy().tolist() == [2.0 * i + 1] * 2
-    assert [k.numpy().tolist() for k in kept] == [[0.0, 0.0], [2.0, 2.0]]
+        assert f(Tensor(np.full(2, float(i), np.float32))).numpy().tolist() == [2.0 * i + 1] * 2
+        assert m.last.numpy().tolist() == [2.0 * i] * 2
 
 
 def test_a_closure_tensor_bound_to_another_is_refused_on_replay():
@@ -973,6 +976,53 @@ def test_a_closure_tensor_bound_to_another_is_refused_on_replay():
         step(Tensor([2.0]))
 
 
+def test_a_closure_tensor_in_a_list_or_dict_rebound_is_refused_and_named():
+    params = [Tensor([1.0])]
+    state = {"b": Tensor([0.5])}
+
+    @tolk.jit
+    def f(x):
+        return x * params[0] + state["b"]
+
+    for _ in range(3):
+        assert f(Tensor([2.0])).item() == 2.5
+    params[0] = Tensor([5.0])
+    with pytest.raises(JitError, match=r"'params\[0\]'"):
+        f(Tensor([2.0]))
+    params[0].assign(Tensor([5.0]))  # (still another tensor than the captured one)
+    f.reset()
+    f(Tensor([2.0]))
+    f(Tensor([2.0]))
+    state["b"] = Tensor([1.5])
+    with pytest.raises(JitError, match=r"\"state\['b'\]\""):
+        f(Tensor([2.0]))
+
+
+def test_threads_replaying_one_jitted_function_get_their_own_results():
+    from test_threads import run_threads
+
+    rng = np.random.default_rng(3)
+    w = Tensor(rng.standard_normal((16, 16)).astype(np.float32))
+
+    @tolk.jit
+    def f(x):
+        return (x @ w).softmax(-1) * 2
+
+    data = [rng.standard_normal((8, 16)).astype(np.float32) for _ in range(4)]
+    f(Tensor(data[0]))
+    f(Tensor(data[0]))  # the capture
+    want = [f(Tensor(d)).numpy() for d in data]
+    bad = []
+
+    def worker(k: int) -> None:
+        for _ in range(25):
+            got = f(Tensor(data[k])).numpy()
+            if not np.allclose(got, want[k], rtol=1e-6):
+                bad.append(k)
+
+    assert run_threads(worker) == [] and not bad
+
+
 def test_the_jit_keeps_no_output_of_the_capture_alive():
     import gc
     import weakref
@@ -989,3 +1039,29 @@ def test_the_jit_keeps_no_output_of_the_capture_alive():
         del out
         gc.collect()
     assert not any(r() is not None for r in refs)
+
+
+def test_a_functional_update_of_a_closure_tensor_is_refused_on_replay():
+    st = {"w": Tensor([1.0])}
+
+    @tolk.jit
+    def f(x):
+        st["w"] = st["w"] + x  # rebinds a tensor whose buffer it reads: replays cannot
+        return st["w"]
+
+    f(Tensor([1.0]))
+    f(Tensor([1.0]))
+    with pytest.raises(JitError, match="st\\['w'\\]"):
+        f(Tensor([1.0]))
+
+
+def test_a_global_only_looked_at_may_be_rebound():
+    box = [Tensor(np.zeros((3, 2), np.float32))]
+
+    @tolk.jit
+    def f(x):
+        return x.reshape(box[0].shape[0], -1) * 2  # its shape only, no buffer read
+
+    for i in range(3):
+        assert f(Tensor(np.ones(6, np.float32))).shape == (3, 2)
+        box[0] = Tensor(np.zeros((3, 2), np.float32))

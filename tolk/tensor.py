@@ -1789,7 +1789,14 @@ class Tensor:
         tensor's shape with ``len(index)`` along `dim` (broadcast to it; cast to this dtype
         where numpy's same-kind rule allows, a TypeError otherwise). A negative index counts
         from the end; one out of range raises numpy's IndexError when the kernel runs."""
+        if self.ndim == 0:
+            raise ShapeError("index_add needs a tensor with at least one axis, got a 0-d one")
         d = _norm_axis(dim, self.ndim)
+        if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Number):
+            raise TypeError(f"index_add's alpha must be a number, got {type(alpha).__name__}")
+        if not self.dtype.is_float and not isinstance(alpha, (int, np.integer)):
+            raise TypeError(f"index_add into a {self.dtype.name} tensor needs an integer alpha, "
+                            f"got {alpha!r} (numpy's same-kind rule)")
         if not isinstance(index, Tensor):
             index = Tensor(_host_index(index, "index_add"), device=self.device)
         if index.dtype.is_float or index.dtype is dtypes.bool or index.ndim != 1:
@@ -1804,7 +1811,10 @@ class Tensor:
             src = source
         elif isinstance(source, (list, tuple, np.ndarray)):
             src = Tensor(np.asarray(source), device=self.device)
-        else:  # a scalar, weakly typed (this tensor's dtype)
+        else:  # a scalar, weakly typed (this tensor's dtype where its kind allows)
+            if not _same_kind(_scalar_default_dtype(source), self.dtype):
+                raise TypeError(f"index_add of {source!r} into a {self.dtype.name} tensor "
+                                "(numpy's same-kind rule refuses it)")
             src = Tensor.full((), source, dtype=self.dtype, device=self.device)
         if src.device != self.device:
             raise DeviceError(f"index_add source on {src.device}, tensor on {self.device}")

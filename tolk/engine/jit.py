@@ -12,9 +12,10 @@ Arguments may be Tensors, sharded tensors (their shards are the inputs) and boun
 in any mix (positional or keyword, also inside lists, tuples and dicts); any other value is a
 constant baked into the capture, and so is every number the function reads as a global or
 closure variable (a replay where one changed is a JitError: pass it as an argument, a 0-d
-Tensor to vary it; one read as an attribute of an object is not seen); a tensor read that way
-must be the same tensor at every replay (the capture reads its buffer: assign into it to change
-it; one bound to another tensor is a JitError). A replay's arguments
+Tensor to vary it; one read as an attribute of an object is not seen); a tensor whose buffer
+the capture reads that way (also from a list, tuple or dict held there) must be the same
+tensor at every replay (assign into it to change its values; one bound to another tensor is
+a JitError). A replay's arguments
 must have the captured call's shape:
 the same containers (dict keys, lengths), tensors and variables in the same places, and equal
 constants (``==``; numpy arrays by value), else a JitError (a call the function's signature
@@ -30,8 +31,9 @@ random numbers inside it (rand, randn, uniform draw in Python: a replay would re
 draw outside and pass them in). ``w -= lr * g`` is an assign (Tensor's in-place operators
 write in place), so a replay makes it again.
 
-A tensor the function realizes on the way without returning it gets fresh memory at each
-replay, so one kept from the capture call keeps its values.
+A tensor the function realizes on the way without returning it lives in memory every replay
+writes again (as the intermediates of a captured graph do elsewhere): one the capture call
+left in a list or on an object shows what the latest replay computed there.
 
 Assigns: the capture takes every assign the function makes (also into tensors it does not
 return: a weight update), so each replay makes them again. This thread's assigns still
@@ -298,17 +300,17 @@ class CapturedJit:
         self.const_outs: set[UOp] = set()  # made from host data in the function: copied
         self.kept_outs: set[UOp] = set()  # closure tensors' buffers returned: kept
         self.fixed: set[UOp] = set()  # the buffers the plan binds itself (closure tensors)
-        self.scratch: list[UOp] = []  # buffers made and written during the capture, not
-        # returned: fresh per replay
         self.stored: set[UOp] = set()  # the buffers the plan writes
         self.seen_assigns = 0  # `callify.assign_count` when pending assigns were last run
         self.in_kinds: list = []  # per argument tensor: None, or a sharded one's layout
         self.in_skeleton: list = []  # the captured call's arguments (`_flatten`)
         self.scalar_names: tuple = ([], set())  # the globals it loads, closure cells it writes
         self.in_scalars: list = []  # the numbers among those and its closure variables
-        self.in_tensors: list = []  # and the tensors: (name, weak reference)
+        self.in_tensors: dict = {}  # and the tensors (also in a list, tuple or dict there):
+        # name -> weak reference
         self.baked_vals: dict[str, int] = {}  # variables the arguments do not bind
         self._lock = threading.RLock()  # a nested call of this function runs as plain code
+        self._replay_lock = threading.Lock()
         self.initial: dict[UOp, np.ndarray] = {}  # host data made inside, then written
         try:
             self.signature: inspect.Signature | None = inspect.signature(fn)
@@ -445,8 +447,7 @@ class CapturedJit:
         _realize_closure_lazies(self.fn)
         self.scalar_names = _global_names(self.fn)
         self.in_scalars = _scalar_reads(self.fn, self.scalar_names)
-        self.in_tensors = [(n, weakref.ref(t)) for n, t in _tensor_reads(self.fn,
-                                                                         self.scalar_names)]
+        read_tensors = _tensor_reads(self.fn, self.scalar_names)
         _run_pending()  # what was assigned before the call is not the function's to replay
         first_new = fresh_buffer_slot()  # buffers past it are made during the capture
         self.seen_assigns = assign_count[0]
@@ -492,6 +493,11 @@ class CapturedJit:
         run_linear(self.linear, {**cap.var_vals, **{b.name: _var_value(b) for b in binds}})
         self._refuse_random_draws(first_new)
         self._compile(in_bufs, first_new)
+        # the globals and closure tensors whose buffers the plan binds: a replay must find the
+        # same tensors there (one only looked at, or not used at all, may change)
+        bound = self.fixed | self.kept_outs
+        self.in_tensors = {n: weakref.ref(t) for n, t in read_tensors
+                           if any(b in bound for b in _buffers_of(t))}
         self.calls = 2
         return out
 
@@ -537,14 +543,6 @@ class CapturedJit:
         for j, b in enumerate(self.out_bufs):
             if b not in self.kept_outs:
                 where.setdefault(b, ("out", j))
-        # a buffer made during the capture that the plan writes and does not return (a
-        # tensor the function realized on the way): fresh per call, so a replay never writes
-        # into the one the capture call made (a caller may keep that tensor)
-        self.scratch = [b for b in dict.fromkeys(a for c in self.linear.src for a in c.src[1:])
-                        if b.op is Ops.BUFFER and b not in where and b in stored
-                        and b.arg[0] > first_new]
-        for k, b in enumerate(self.scratch):
-            where[b] = ("scratch", k)
         self.fixed = {a for c in self.linear.src for a in c.src[1:]
                       if a.op is Ops.BUFFER and a not in where}
         # closure tensors' buffers the plan writes (the inputs it writes: `written_in`)
@@ -584,14 +582,14 @@ class CapturedJit:
             raise JitError(f"the jitted function reads {name!r}, now {_shown(now)}, captured as "
                            f"{_shown(was.get(name))}: the capture baked it in; pass it as an "
                            f"argument (a 0-d Tensor varies without a new capture), or reset()")
-        now = _tensor_reads(self.fn, self.scalar_names)
-        if len(now) != len(self.in_tensors) or any(
-                n != m or ref() is not t for (n, t), (m, ref) in zip(now, self.in_tensors)):
-            name = next((n for (n, t), (m, ref) in zip(now, self.in_tensors)
-                         if n != m or ref() is not t), (now or self.in_tensors)[-1][0])
-            raise JitError(f"the jitted function reads the tensor {name!r}, now another tensor "
-                           "than at capture: the capture reads the captured one's buffer; pass "
-                           "it as an argument (or assign into it), or reset()")
+        now = dict(_tensor_reads(self.fn, self.scalar_names)) if self.in_tensors else {}
+        changed = sorted(n for n, ref in self.in_tensors.items()
+                         if n not in now or ref() is not now[n])
+        if changed:
+            raise JitError(f"the jitted function reads the tensor {changed[0]!r}, now another "
+                           "tensor (or none) than at capture: the capture reads the captured "
+                           "one's buffer; pass it as an argument (or assign into it), or "
+                           "reset()")
         in_bufs = [_input_buffer(t) for t in tensors]
         self._check_aliases(_aliases(in_bufs))
         for i, b in enumerate(in_bufs):
@@ -622,11 +620,11 @@ class CapturedJit:
             new_bufs.append(copy_buffer(b, np.zeros(b.nbytes, np.uint8) if start is None
                                         else start))
         outs = [typed_view(b) for b in new_bufs]
-        scratch = [typed_view(copy_buffer(b, self.initial.get(b, np.zeros(b.nbytes, np.uint8))))
-                   for b in self.scratch]
-        spaces = {"in": ins, "out": outs, "scratch": scratch}
+        spaces = {"in": ins, "out": outs}
         var_vals = {**self.baked_vals, **{b.name: _var_value(b) for b in binds}}
-        with np.errstate(all="ignore"):
+        # one replay's kernels at a time: replays share the plan's arena and its closure
+        # tensors' buffers (two threads interleaving them read each other's intermediates)
+        with self._replay_lock, np.errstate(all="ignore"):
             for kernel, specs in self.plan:
                 bufs = [s[1] if s[0] == "fixed" else spaces[s[0]][s[1]] for s in specs]
                 if kernel is None:
@@ -735,14 +733,26 @@ def _tensor_reads(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple
     seen: set[int] = set()
     loads, written = names
     kinds = (Tensor, MultiTensor)
+
+    def add(name: str, v: Any) -> None:  # a tensor, or one in a list, tuple or dict held there
+        if isinstance(v, kinds):
+            out.append((name, v))
+        elif isinstance(v, (list, tuple)):
+            out.extend((f"{name}[{i}]", x) for i, x in enumerate(v) if isinstance(x, kinds))
+        elif isinstance(v, dict):
+            out.extend((f"{name}[{k!r}]", x) for k, x in list(v.items()) if isinstance(x, kinds))
+
     while f is not None and id(f) not in seen:
         seen.add(id(f))
         scope = getattr(f, "__globals__", {})
-        out += [(n, scope[n]) for n in loads if isinstance(scope.get(n), kinds)]
+        for n in loads:
+            if n in scope:
+                add(n, scope[n])
         code, cells = getattr(f, "__code__", None), getattr(f, "__closure__", None) or ()
         if code is not None:
-            out += [(n, c.cell_contents) for n, c in zip(code.co_freevars, cells)
-                    if n not in written and _cell_set(c) and isinstance(c.cell_contents, kinds)]
+            for n, c in zip(code.co_freevars, cells):
+                if n not in written and _cell_set(c):
+                    add(n, c.cell_contents)
         f = getattr(f, "__wrapped__", None)
     return out
 
@@ -791,10 +801,13 @@ def _realize_closure_lazies(fn: Callable) -> None:
     from tolk.tensor import Tensor, _lazy
 
     ts = []
-    for x in _closure_values(fn):
-        for t in (x.shards if isinstance(x, MultiTensor) else (x,)):
-            if isinstance(t, Tensor) and t in _lazy:
-                ts.append(t)
+    for v in _closure_values(fn):  # (and one level into a list, tuple or dict held there)
+        inner = list(v) if isinstance(v, (list, tuple)) else list(v.values()) \
+            if isinstance(v, dict) else []
+        for x in [v, *inner]:
+            for t in (x.shards if isinstance(x, MultiTensor) else (x,)):
+                if isinstance(t, Tensor) and t in _lazy:
+                    ts.append(t)
     if ts:
         ts[0].realize(*ts[1:])
 
@@ -805,6 +818,14 @@ def _cell_set(cell) -> bool:
     except ValueError:  # a closure variable not assigned yet
         return False
     return True
+
+
+def _buffers_of(t) -> list[UOp]:
+    """The BUFFERs a tensor (a sharded one's shards) views, where it is a view of one."""
+    from tolk.multi import MultiTensor
+
+    bases = [_base(s.uop) for s in (t.shards if isinstance(t, MultiTensor) else (t,))]
+    return [b for b in bases if b.op is Ops.BUFFER]
 
 
 def _base(u: UOp) -> UOp:
