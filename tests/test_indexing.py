@@ -386,3 +386,31 @@ def test_index_add_refuses_what_numpys_same_kind_rule_refuses():
     with pytest.raises(ShapeError, match="0-d"):
         Tensor(1.0).index_add(0, [0], 2.0)
     assert x.index_add(0, [0, 0], 3, alpha=2).numpy().tolist() == [12, 0]
+
+
+def test_writes_of_lists_and_numpy_scalars_cast_as_numpy():
+    x = Tensor(np.zeros(2, np.uint64))
+    x[[0, 1]] = [2**64 - 1, 0]  # a list: its numbers as they are (no wrap through int64)
+    assert x.numpy().tolist() == [2**64 - 1, 0]
+    with pytest.raises(ValueError, match="int8"):
+        Tensor(np.zeros(2, np.int8))[[0]] = [300]
+    z = Tensor(np.zeros(2, np.int32))
+    for bad in (np.float64("nan"), np.int64(2**40)):  # numpy raises for these (a signed int)
+        with pytest.raises(ValueError):
+            z[0] = bad
+    assert z.numpy().tolist() == [0, 0]
+    u = Tensor(np.zeros(2, np.uint8))
+    u[0] = np.int64(300)  # numpy wraps into an unsigned int
+    assert u.numpy().tolist() == [44, 0]
+
+
+def test_index_add_sums_in_the_promoted_dtype_then_casts_back():
+    for base, vals in ((np.array([-60000.0], np.float16), np.array([70000], np.int32)),
+                       (np.array([1.5], np.float64), np.array([3], np.int32))):
+        want = base.copy()
+        np.add.at(want, [0], vals)
+        got = Tensor(base).index_add(0, [0], Tensor(vals))
+        assert got.dtype.np == base.dtype and got.numpy().tolist() == want.tolist()
+    got = Tensor(np.zeros(1, np.float64)).index_add(0, [0], Tensor(np.array([1], np.int32)),
+                                                    alpha=0.1)
+    assert got.item() == 0.1  # alpha times the source in float64, not float32

@@ -408,3 +408,12 @@ def test_a_sharded_sum_with_an_int_or_bool_dtype_sums_in_it_as_numpy():
         b.sum(1, dtype=np.uint8).tolist()
     any_ = m.sum(dtype=dtypes.bool)
     assert any_.dtype is dtypes.bool and any_.item() is True
+
+
+def test_sharded_bitwise_operators_are_tensors():
+    a = np.array([1, 2, 3, 4], np.int32)
+    m = Tensor(a).shard(DEVS, 0)
+    assert (m & 3).numpy().tolist() == (a & 3).tolist()
+    assert (6 | m).numpy().tolist() == (6 | a).tolist() and (~m).numpy().tolist() == (~a).tolist()
+    m ^= 5
+    assert m.numpy().tolist() == (a ^ 5).tolist()

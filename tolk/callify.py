@@ -716,8 +716,9 @@ def assign(target: Tensor, x) -> Tensor:
 
 
 def _assign_now(target: Tensor, x) -> Tensor:
-    if isinstance(x, np.generic):  # a numpy scalar casts as numpy's setitem casts it (wraps)
-        x = np.asarray(x)
+    if isinstance(x, np.generic):  # a numpy scalar, as numpy's setitem takes one: into a
+        # signed int as a Python number (out of range or NaN an error), else cast (wraps)
+        x = x.item() if target.dtype.kind == "i" else np.asarray(x)
     if isinstance(x, (list, tuple, np.ndarray)):  # host data, cast to the target's dtype
         if isinstance(x, np.ndarray) and x.dtype.kind not in "biuf":  # as Tensor(x) refuses
             raise TypeError(f"cannot assign a numpy array of dtype {x.dtype} into a "

@@ -338,8 +338,10 @@ def _value(x, value):
         if value.device != x.device:
             raise DeviceError(f"assign from device {value.device} into a tensor on {x.device}")
         return value.cast(x.dtype) if value.dtype is not x.dtype else value
-    if isinstance(value, (list, tuple, np.ndarray, np.generic)):
-        a = np.asarray(value)  # (a numpy scalar casts as numpy's setitem casts it: wrapping)
+    if isinstance(value, (list, tuple)):  # Python numbers: checked as Tensor() checks them
+        return Tensor(value, dtype=x.dtype, device=x.device)
+    if isinstance(value, (np.ndarray, np.generic)):
+        a = np.asarray(value)  # (cast as numpy's advanced setitem casts it: wrapping)
         if a.dtype.kind not in "biuf":
             raise TypeError(f"cannot assign values of dtype {a.dtype} into a {x.dtype.name} "
                             "tensor (bools, ints and floats only)")

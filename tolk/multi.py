@@ -265,6 +265,36 @@ class MultiTensor:
     def __ipow__(self, o):
         return self._inplace(lambda a, b: a ** b, o)
 
+    def __and__(self, o):
+        return self._map(lambda a, b: a & b, o)
+
+    def __or__(self, o):
+        return self._map(lambda a, b: a | b, o)
+
+    def __xor__(self, o):
+        return self._map(lambda a, b: a ^ b, o)
+
+    def __rand__(self, o):
+        return self._map(lambda a, b: b & a, o)
+
+    def __ror__(self, o):
+        return self._map(lambda a, b: b | a, o)
+
+    def __rxor__(self, o):
+        return self._map(lambda a, b: b ^ a, o)
+
+    def __invert__(self):
+        return self._map(lambda a: ~a)
+
+    def __iand__(self, o):
+        return self._inplace(lambda a, b: a & b, o)
+
+    def __ior__(self, o):
+        return self._inplace(lambda a, b: a | b, o)
+
+    def __ixor__(self, o):
+        return self._inplace(lambda a, b: a ^ b, o)
+
     def clip(self, min_=None, max_=None, **bounds) -> MultiTensor:
         """`Tensor.clip` with bounds that are scalars, tensors or sharded tensors (split as
         this one is)."""

@@ -1825,14 +1825,15 @@ class Tensor:
         if not _callify._broadcastable(src.shape, want):
             raise ShapeError(f"index_add source of shape {src.shape} does not broadcast to "
                              f"{want} (this shape with len(index) along axis {d})")
-        src = src._broadcast_to(want)
+        # as numpy's add.at: each sum in the promoted dtype, then cast back (same kind)
+        up = least_upper_dtype(self.dtype, src.dtype)
+        src = src.cast(up)._broadcast_to(want)
         if alpha != 1:
-            src = src * alpha
-        src = src.cast(self.dtype)
+            src = src * Tensor.full((), alpha, dtype=up, device=self.device)
         order = [d] + [a for a in range(self.ndim) if a != d]
-        x, v = self.permute(order), src.permute(order)
-        out = Tensor(UOp(Ops.SCATTER_ADD, self.dtype, (x.uop, index.uop, v.uop)))
-        return out.permute([order.index(a) for a in range(self.ndim)])
+        x, v = self.cast(up).permute(order), src.permute(order)
+        out = Tensor(UOp(Ops.SCATTER_ADD, up, (x.uop, index.uop, v.uop)))
+        return out.permute([order.index(a) for a in range(self.ndim)]).cast(self.dtype)
 
     def _window_outs(self, k, stride, dilation) -> tuple[int, ...]:
         """Output sizes of windows `k` sliding over the last len(k) axes; ShapeError if none fit."""
