@@ -61,8 +61,9 @@ def _fits(vs: tuple, shape: tuple) -> bool:
     return all(a == 1 or a is b or a == b for a, b in zip(vs[::-1], shape[::-1]))
 
 
-def _host_array(i: Any) -> np.ndarray:
-    """A numpy array, list or tuple index as an array of integers or booleans."""
+def host_indices(i: Any, kinds: str = "biu", what: str = "arrays used as indices") -> np.ndarray:
+    """A numpy array, list or tuple of indices as an array of integers (or booleans, where
+    `kinds` has "b"); IndexError naming `what` otherwise."""
     try:
         a = np.asarray(i)
     except (ValueError, OverflowError) as e:  # a ragged list, or ints past 64 bits
@@ -70,9 +71,9 @@ def _host_array(i: Any) -> np.ndarray:
                          f"got {i!r}: {e}"[:300]) from None
     if a.size == 0 and a.dtype.kind == "f" and not isinstance(i, np.ndarray):
         a = a.astype(np.int64)  # numpy reads an empty list as no integers (not a float array)
-    if a.dtype.kind not in "biu":
-        raise IndexError(f"arrays used as indices must be of integer (or boolean) type, got "
-                         f"{a.dtype}")
+    if a.dtype.kind not in kinds:
+        of = "integer (or boolean)" if "b" in kinds else "integer"
+        raise IndexError(f"{what} must be of {of} type, got {a.dtype}")
     return a
 
 
@@ -102,7 +103,7 @@ def _components(x, idx: tuple) -> list[tuple[str, Any, int]]:
             elif i.device != x.device:
                 raise IndexError(f"an index tensor on {i.device} for a tensor on {x.device}")
         elif isinstance(i, (np.ndarray, list, tuple, range)):
-            i = _host_array(i)
+            i = host_indices(i)
         parts.append(i)
     # how many axes of x each part takes: a mask its own number, None and ... none
     def width(i) -> int:
@@ -362,7 +363,7 @@ def _lazy_mask(x, idx: tuple, value) -> bool:
         return False
     m = idx[0]
     if isinstance(m, (list, tuple)):
-        m = _host_array(m)
+        m = host_indices(m)
     is_mask = (isinstance(m, Tensor) and m.dtype is dtypes.bool) or \
         (isinstance(m, np.ndarray) and m.dtype == np.bool_)
     if not is_mask or m.ndim == 0 or m.ndim > x.ndim or tuple(m.shape) != x.shape[:m.ndim]:

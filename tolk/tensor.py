@@ -1786,9 +1786,10 @@ class Tensor:
         `dim` (PyTorch's index_add; numpy's ``np.add.at(x, (..., index), source)`` on a copy):
         ``out[..., index[i], ...] += alpha * source[..., i, ...]``, a position named twice
         getting both. `index` is a 1-d integer tensor (or a list or array), `source` this
-        tensor's shape with ``len(index)`` along `dim` (broadcast to it; cast to this dtype
-        where numpy's same-kind rule allows, a TypeError otherwise). A negative index counts
-        from the end; one out of range raises numpy's IndexError when the kernel runs."""
+        tensor's shape with ``len(index)`` along `dim` (broadcast to it). As numpy's add.at,
+        each sum is made in the promoted dtype and cast back to this one, where numpy's
+        same-kind rule allows (a TypeError otherwise). A negative index counts from the end;
+        one out of range raises numpy's IndexError when the kernel runs."""
         if self.ndim == 0:
             raise ShapeError("index_add needs a tensor with at least one axis, got a 0-d one")
         d = _norm_axis(dim, self.ndim)
@@ -1798,7 +1799,8 @@ class Tensor:
             raise TypeError(f"index_add into a {self.dtype.name} tensor needs an integer alpha, "
                             f"got {alpha!r} (numpy's same-kind rule)")
         if not isinstance(index, Tensor):
-            index = Tensor(_host_index(index, "index_add"), device=self.device)
+            index = Tensor(_indexing.host_indices(index, "iu", "index_add's indices"),
+                           device=self.device)
         if index.dtype.is_float or index.dtype is dtypes.bool or index.ndim != 1:
             raise TypeError(f"index_add needs a 1-d integer index, got {index.dtype.name} of "
                             f"shape {index.shape}")
@@ -2173,16 +2175,6 @@ def _split(shape) -> tuple[tuple[Sym, ...], int]:
     """(symbolic dims in order, product of the int dims): equal for reshapeable shapes."""
     return (tuple(d for d in shape if isinstance(d, Sym)),
             prod(d for d in shape if not isinstance(d, Sym)))
-
-
-def _host_index(index, what: str) -> np.ndarray:
-    """A list or array of indices as an integer numpy array (IndexError otherwise)."""
-    a = np.asarray(index)
-    if a.size == 0 and a.dtype.kind == "f" and not isinstance(index, np.ndarray):
-        a = a.astype(np.int64)
-    if a.dtype.kind not in "iu":
-        raise IndexError(f"{what} indices must be integers, got {a.dtype}")
-    return a
 
 
 def _index_tuple(idx) -> tuple:
