@@ -702,9 +702,9 @@ def _global_names(fn: Callable) -> tuple[list[str], set[str]]:
     return sorted(names - written), cells
 
 
-def _scalar_reads(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple[str, Any]]:
-    """The numbers `fn` reads as globals or closure variables (`_global_names`: not those it
-    writes), as (name, value) pairs: what a capture bakes in."""
+def _named_values(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple[str, Any]]:
+    """The globals `fn` (and the functions it wraps) loads and the closure variables it does
+    not write (`_global_names`), as (name, value) pairs."""
     out: list[tuple[str, Any]] = []
     f: Any = fn
     seen: set[int] = set()
@@ -712,48 +712,36 @@ def _scalar_reads(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple
     while f is not None and id(f) not in seen:
         seen.add(id(f))
         scope = getattr(f, "__globals__", {})
-        out += [(n, scope[n]) for n in loads if isinstance(scope.get(n), _NUMBERS)]
+        out += [(n, scope[n]) for n in loads if n in scope]
         code, cells = getattr(f, "__code__", None), getattr(f, "__closure__", None) or ()
         if code is not None:
             out += [(n, c.cell_contents) for n, c in zip(code.co_freevars, cells)
-                    if n not in written and _cell_set(c) and isinstance(c.cell_contents,
-                                                                        _NUMBERS)]
+                    if n not in written and _cell_set(c)]
         f = getattr(f, "__wrapped__", None)
     return out
 
 
+def _scalar_reads(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple[str, Any]]:
+    """The numbers `fn` reads as globals or closure variables (`_global_names`: not those it
+    writes), as (name, value) pairs: what a capture bakes in."""
+    return [(n, v) for n, v in _named_values(fn, names) if isinstance(v, _NUMBERS)]
+
+
 def _tensor_reads(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple[str, Any]]:
-    """The tensors (sharded ones too) `fn` reads as globals or closure variables, as (name,
-    tensor) pairs: the capture reads their buffers, so a replay must find the same ones."""
+    """The tensors (sharded ones too) `fn` reads as globals or closure variables, also those
+    in a list, tuple or dict held there, as (name, tensor) pairs."""
     from tolk.multi import MultiTensor
     from tolk.tensor import Tensor
 
-    out: list[tuple[str, Any]] = []
-    f: Any = fn
-    seen: set[int] = set()
-    loads, written = names
     kinds = (Tensor, MultiTensor)
-
-    def add(name: str, v: Any) -> None:  # a tensor, or one in a list, tuple or dict held there
+    out: list[tuple[str, Any]] = []
+    for name, v in _named_values(fn, names):
         if isinstance(v, kinds):
             out.append((name, v))
         elif isinstance(v, (list, tuple)):
             out.extend((f"{name}[{i}]", x) for i, x in enumerate(v) if isinstance(x, kinds))
         elif isinstance(v, dict):
             out.extend((f"{name}[{k!r}]", x) for k, x in list(v.items()) if isinstance(x, kinds))
-
-    while f is not None and id(f) not in seen:
-        seen.add(id(f))
-        scope = getattr(f, "__globals__", {})
-        for n in loads:
-            if n in scope:
-                add(n, scope[n])
-        code, cells = getattr(f, "__code__", None), getattr(f, "__closure__", None) or ()
-        if code is not None:
-            for n, c in zip(code.co_freevars, cells):
-                if n not in written and _cell_set(c):
-                    add(n, c.cell_contents)
-        f = getattr(f, "__wrapped__", None)
     return out
 
 
