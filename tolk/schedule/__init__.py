@@ -379,7 +379,7 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
                 if t != i:
                     _add_number(children, i, t)
                     in_degree[t] += 1
-    if wraps:  # a reader of a kernel-less AFTER reads the state it wraps: it runs before
+    if wraps:  # a reader of an AFTER that writes nothing new reads what that AFTER holds
         _war_through_wrappers(reads, wraps, waits, supersede, writers, children, in_degree)
     order = _linearize(children, in_degree)
     if len(order) < len(calls):
@@ -390,9 +390,10 @@ def _schedule_pass(tok: object, sched_sink: UOp) -> UOp:
 
 def _kernelless(p: int | list[int], deps: list[UOp] | None, me: int, kernels: list,
                 waits: dict[int, list[int]]) -> list[int]:
-    """For an AFTER with no kernel (STORE or AFTER children only) superseding state(s) `p`:
-    its kernels, those of the state it wraps (what a reader of it waits for); the kernels of
-    its AFTER dependencies (and what those wait for) go to ``waits[me]``."""
+    """For an AFTER with no kernel superseding state(s) `p` (a join, or one state with AFTER
+    dependencies; one with STORE children only is the state it wraps): its kernels, those of
+    the states it wraps (what a reader of it waits for); the kernels of its AFTER dependencies
+    (and what those wait for) go to ``waits[me]``."""
     held: list[int] = []
     for q in (p,) if p.__class__ is int else p:
         ks = kernels[q]
