@@ -1065,3 +1065,76 @@ def test_a_global_only_looked_at_may_be_rebound():
     for i in range(3):
         assert f(Tensor(np.ones(6, np.float32))).shape == (3, 2)
         box[0] = Tensor(np.zeros((3, 2), np.float32))
+
+
+def test_threads_replaying_a_function_that_writes_host_data_it_made_agree():
+    from test_threads import run_threads
+
+    @tolk.jit
+    def f(x):
+        t = Tensor(np.arange(64, dtype=np.float64))
+        t[0] = x.sum()
+        return (t * 1.0).sum()
+
+    data = [np.full(4, float(k + 1)) for k in range(4)]
+    f(Tensor(data[0]))
+    f(Tensor(data[0]))
+    want = [float(np.arange(64).sum() + d.sum()) for d in data]
+    bad = []
+
+    def worker(k: int) -> None:
+        for _ in range(30):
+            if f(Tensor(data[k])).item() != want[k]:
+                bad.append(k)
+
+    assert run_threads(worker) == [] and not bad
+
+
+def test_closure_tensors_of_wrapped_functions_are_checked_under_their_own_names():
+    import functools
+
+    w = Tensor(np.ones(3, np.float32)) * 2  # lazy: realized before the capture
+
+    def inner(x):
+        return x * w
+
+    @tolk.jit
+    @functools.wraps(inner)
+    def outer(x):
+        return inner(x)
+
+    for _ in range(3):
+        assert outer(Tensor(np.ones(3, np.float32))).numpy().tolist() == [2.0] * 3
+    w = Tensor(np.full(3, 7.0, np.float32))  # noqa: F841 (inner's closure cell rebound)
+    with pytest.raises(JitError, match="'w of "):
+        outer(Tensor(np.ones(3, np.float32)))
+
+
+def test_a_new_equal_view_of_a_closure_tensor_is_the_same_tensor_to_a_replay():
+    w = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    cache = {}
+
+    @tolk.jit
+    def f(x):
+        cache["wT"] = w.T  # a new tensor each call, the same view of the same buffer
+        return (x @ cache["wT"]).realize()
+
+    for _ in range(4):
+        got = f(Tensor(np.ones((1, 3), np.float32)))
+        assert got.numpy().tolist() == (np.ones((1, 3)) @ np.arange(6).reshape(2, 3).T).tolist()
+
+
+def test_a_tensor_only_looked_at_that_changes_shape_is_refused():
+    tmpl = Tensor(np.zeros((2, 3), np.float32))
+
+    @tolk.jit
+    def f(x):
+        return x.reshape(tmpl.shape) + 1
+
+    for _ in range(3):
+        assert f(Tensor(np.zeros(6, np.float32))).shape == (2, 3)
+    tmpl = Tensor(np.zeros((2, 3), np.float32))  # another tensor, the same shape: fine
+    assert f(Tensor(np.zeros(6, np.float32))).shape == (2, 3)
+    tmpl = Tensor(np.zeros((3, 2), np.float32))  # noqa: F841 (another shape: refused)
+    with pytest.raises(JitError, match="'tmpl'"):
+        f(Tensor(np.zeros(6, np.float32)))

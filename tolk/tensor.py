@@ -1787,9 +1787,10 @@ class Tensor:
         ``out[..., index[i], ...] += alpha * source[..., i, ...]``, a position named twice
         getting both. `index` is a 1-d integer tensor (or a list or array), `source` this
         tensor's shape with ``len(index)`` along `dim` (broadcast to it). As numpy's add.at,
-        each sum is made in the promoted dtype and cast back to this one, where numpy's
-        same-kind rule allows (a TypeError otherwise). A negative index counts from the end;
-        one out of range raises numpy's IndexError when the kernel runs."""
+        each add is made in the promoted dtype and cast back to this one at once (a float
+        into ints, or ints into bools, is a TypeError, as PyTorch's; numpy's add.at would cast).
+        A negative index counts from the end; one out of range raises numpy's IndexError when
+        the kernel runs."""
         if self.ndim == 0:
             raise ShapeError("index_add needs a tensor with at least one axis, got a 0-d one")
         d = _norm_axis(dim, self.ndim)
@@ -1797,7 +1798,7 @@ class Tensor:
             raise TypeError(f"index_add's alpha must be a number, got {type(alpha).__name__}")
         if not self.dtype.is_float and not isinstance(alpha, (int, np.integer)):
             raise TypeError(f"index_add into a {self.dtype.name} tensor needs an integer alpha, "
-                            f"got {alpha!r} (numpy's same-kind rule)")
+                            f"got {alpha!r} (as PyTorch's)")
         if not isinstance(index, Tensor):
             index = Tensor(_indexing.host_indices(index, "iu", "index_add's indices"),
                            device=self.device)
@@ -1811,31 +1812,31 @@ class Tensor:
             raise IndexError(f"index_add of {index.shape[0]} positions along axis {d} of size 0")
         if isinstance(source, Tensor):
             src = source
-        elif isinstance(source, (list, tuple, np.ndarray)):
-            src = Tensor(np.asarray(source), device=self.device)
-        else:  # a scalar, weakly typed (this tensor's dtype where its kind allows)
+        elif isinstance(source, (list, tuple, np.ndarray, np.generic)):
+            src = Tensor(np.asarray(source), device=self.device)  # (a numpy scalar: its dtype)
+        else:  # a Python scalar, weakly typed (this tensor's dtype where its kind allows)
             if not _same_kind(_scalar_default_dtype(source), self.dtype):
                 raise TypeError(f"index_add of {source!r} into a {self.dtype.name} tensor "
-                                "(numpy's same-kind rule refuses it)")
+                                "(a float into ints: PyTorch refuses it too)")
             src = Tensor.full((), source, dtype=self.dtype, device=self.device)
         if src.device != self.device:
             raise DeviceError(f"index_add source on {src.device}, tensor on {self.device}")
         if not _same_kind(src.dtype, self.dtype):
             raise TypeError(f"index_add of {src.dtype.name} values into a {self.dtype.name} "
-                            "tensor (numpy's same-kind rule refuses it)")
+                            "tensor (a cast of another kind: PyTorch refuses it too)")
         want = self.shape[:d] + (index.shape[0],) + self.shape[d + 1:]
         if not _callify._broadcastable(src.shape, want):
             raise ShapeError(f"index_add source of shape {src.shape} does not broadcast to "
                              f"{want} (this shape with len(index) along axis {d})")
-        # as numpy's add.at: each sum in the promoted dtype, then cast back (same kind)
-        up = least_upper_dtype(self.dtype, src.dtype)
-        src = src.cast(up)._broadcast_to(want)
-        if alpha != 1:
-            src = src * Tensor.full((), alpha, dtype=up, device=self.device)
+        if alpha != 1:  # (alpha times the source in their promoted dtype)
+            up = least_upper_dtype(self.dtype, src.dtype)
+            src = src.cast(up) * Tensor.full((), alpha, dtype=up, device=self.device)
+        src = src._broadcast_to(want)
         order = [d] + [a for a in range(self.ndim) if a != d]
-        x, v = self.cast(up).permute(order), src.permute(order)
-        out = Tensor(UOp(Ops.SCATTER_ADD, up, (x.uop, index.uop, v.uop)))
-        return out.permute([order.index(a) for a in range(self.ndim)]).cast(self.dtype)
+        x, v = self.permute(order), src.permute(order)
+        # as numpy's add.at: each add in the promoted dtype, cast back to this one at once
+        out = Tensor(UOp(Ops.SCATTER_ADD, self.dtype, (x.uop, index.uop, v.uop)))
+        return out.permute([order.index(a) for a in range(self.ndim)])
 
     def _window_outs(self, k, stride, dilation) -> tuple[int, ...]:
         """Output sizes of windows `k` sliding over the last len(k) axes; ShapeError if none fit."""

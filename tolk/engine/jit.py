@@ -60,7 +60,6 @@ import math
 import struct
 import threading
 import types
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -306,8 +305,9 @@ class CapturedJit:
         self.in_skeleton: list = []  # the captured call's arguments (`_flatten`)
         self.scalar_names: tuple = ([], set())  # the globals it loads, closure cells it writes
         self.in_scalars: list = []  # the numbers among those and its closure variables
-        self.in_tensors: dict = {}  # and the tensors (also in a list, tuple or dict there):
-        # name -> weak reference
+        self.in_tensors: dict = {}  # and the tensors whose buffers the plan reads (also in a
+        # list, tuple or dict there): name -> their nodes
+        self.in_meta: dict = {}  # every tensor read so: name -> shape, dtype, device
         self.baked_vals: dict[str, int] = {}  # variables the arguments do not bind
         self._lock = threading.RLock()  # a nested call of this function runs as plain code
         self._replay_lock = threading.Lock()
@@ -496,8 +496,9 @@ class CapturedJit:
         # the globals and closure tensors whose buffers the plan binds: a replay must find the
         # same tensors there (one only looked at, or not used at all, may change)
         bound = self.fixed | self.kept_outs
-        self.in_tensors = {n: weakref.ref(t) for n, t in read_tensors
+        self.in_tensors = {n: _views(t) for n, t in read_tensors
                            if any(b in bound for b in _buffers_of(t))}
+        self.in_meta = {n: _meta(t) for n, t in read_tensors}
         self.calls = 2
         return out
 
@@ -582,14 +583,6 @@ class CapturedJit:
             raise JitError(f"the jitted function reads {name!r}, now {_shown(now)}, captured as "
                            f"{_shown(was.get(name))}: the capture baked it in; pass it as an "
                            f"argument (a 0-d Tensor varies without a new capture), or reset()")
-        now = dict(_tensor_reads(self.fn, self.scalar_names)) if self.in_tensors else {}
-        changed = sorted(n for n, ref in self.in_tensors.items()
-                         if n not in now or ref() is not now[n])
-        if changed:
-            raise JitError(f"the jitted function reads the tensor {changed[0]!r}, now another "
-                           "tensor (or none) than at capture: the capture reads the captured "
-                           "one's buffer; pass it as an argument (or assign into it), or "
-                           "reset()")
         in_bufs = [_input_buffer(t) for t in tensors]
         self._check_aliases(_aliases(in_bufs))
         for i, b in enumerate(in_bufs):
@@ -598,12 +591,10 @@ class CapturedJit:
                                f"closure tensor, which it writes: it was captured with another")
         _run_pending()  # the plan reads the buffers of the tensors it did not get as inputs
         self._run_pending_on_closures()
+        self._check_closure_tensors()
         if (self.written_in or self.written) and _lazy:  # lazy readers of what the plan
             realize_readers([in_bufs[i] for i in self.written_in] + self.written)  # overwrites
             # keep their values
-        for b, data in self.initial.items():  # host data made inside, written by the plan
-            if b in self.fixed:
-                np.copyto(buffer_storage(b), data)
         ins = [typed_view(b) for b in in_bufs]
         new_bufs = []
         for b in self.out_bufs:
@@ -625,6 +616,9 @@ class CapturedJit:
         # one replay's kernels at a time: replays share the plan's arena and its closure
         # tensors' buffers (two threads interleaving them read each other's intermediates)
         with self._replay_lock, np.errstate(all="ignore"):
+            for b, data in self.initial.items():  # host data made inside, written by the plan
+                if b in self.fixed:
+                    np.copyto(buffer_storage(b), data)
             for kernel, specs in self.plan:
                 bufs = [s[1] if s[0] == "fixed" else spaces[s[0]][s[1]] for s in specs]
                 if kernel is None:
@@ -642,6 +636,23 @@ class CapturedJit:
                     mapping[n] = new_binds[n.src[0].arg[0]]
             fresh.append(Tensor(v.substitute(mapping)))
         return _rebuild(self.out_template, iter(fresh))
+
+    def _check_closure_tensors(self) -> None:
+        """A JitError where a global or closure tensor the plan reads is now another view (an
+        equal view of the same buffer is the same node), or one the function only looked at
+        changed its shape, dtype or device: the capture baked those in."""
+        if not self.in_meta:
+            return
+        now = dict(_tensor_reads(self.fn, self.scalar_names))
+        bad = sorted(n for n, views in self.in_tensors.items()
+                     if n not in now or _views(now[n]) != views)
+        bad += sorted(n for n, meta in self.in_meta.items()
+                      if n in now and n not in self.in_tensors and _meta(now[n]) != meta)
+        if bad:
+            raise JitError(f"the jitted function reads the tensor {bad[0]!r}, now another tensor "
+                           "(or none) than at capture: the capture reads the captured one's "
+                           "buffer and shape; pass it as an argument (or assign into it), or "
+                           "reset()")
 
     def _run_pending_on_closures(self) -> None:
         """Run the assigns pending on the buffers the plan binds itself (another thread's:
@@ -714,11 +725,12 @@ def _named_values(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple
         scope = getattr(f, "__globals__", {})
         out += [(n, scope[n]) for n in loads if n in scope]
         code, cells = getattr(f, "__code__", None), getattr(f, "__closure__", None) or ()
-        if code is not None:
-            out += [(n, c.cell_contents) for n, c in zip(code.co_freevars, cells)
+        if code is not None:  # (a wrapped function's closure variable named as its own)
+            where = "" if f is fn else f" of {getattr(f, '__qualname__', '?')}"
+            out += [(n + where, c.cell_contents) for n, c in zip(code.co_freevars, cells)
                     if n not in written and _cell_set(c)]
         f = getattr(f, "__wrapped__", None)
-    return out
+    return list(dict(out).items())  # (a global two of them load: once)
 
 
 def _scalar_reads(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple[str, Any]]:
@@ -788,14 +800,16 @@ def _realize_closure_lazies(fn: Callable) -> None:
     from tolk.multi import MultiTensor
     from tolk.tensor import Tensor, _lazy
 
-    ts = []
-    for v in _closure_values(fn):  # (and one level into a list, tuple or dict held there)
+    found: dict[int, Tensor] = {}
+    values = _closure_values(fn) + [v for _, v in _named_values(fn, _global_names(fn))]
+    for v in values:  # (the wrapped functions' too, and one level into a list, tuple or dict)
         inner = list(v) if isinstance(v, (list, tuple)) else list(v.values()) \
             if isinstance(v, dict) else []
         for x in [v, *inner]:
             for t in (x.shards if isinstance(x, MultiTensor) else (x,)):
                 if isinstance(t, Tensor) and t in _lazy:
-                    ts.append(t)
+                    found[id(t)] = t
+    ts = list(found.values())
     if ts:
         ts[0].realize(*ts[1:])
 
@@ -806,6 +820,17 @@ def _cell_set(cell) -> bool:
     except ValueError:  # a closure variable not assigned yet
         return False
     return True
+
+
+def _views(t) -> tuple[UOp, ...]:
+    """A tensor's nodes (a sharded one's shards'): equal views of one buffer are one node."""
+    from tolk.multi import MultiTensor
+
+    return tuple(s.uop for s in (t.shards if isinstance(t, MultiTensor) else (t,)))
+
+
+def _meta(t) -> tuple:
+    return (t.shape, t.dtype, getattr(t, "devices", None) or t.device)
 
 
 def _buffers_of(t) -> list[UOp]:

@@ -814,16 +814,18 @@ def take_rows(src: np.ndarray, idx) -> np.ndarray:
 
 
 def scatter_add(base, idx, values, dt: np.dtype) -> np.ndarray:
-    """A copy of `base` (as `dt`) with `values` added at rows `idx` along axis 0, numpy's
-    ``np.add.at``: a row named twice gets both; an index outside ``[-n, n)`` raises numpy's
-    IndexError before anything is added."""
+    """A copy of `base` (as `dt`) with `values` (in their own dtype) added at rows `idx` along
+    axis 0, numpy's ``np.add.at``: a row named twice gets both, each add made in the promoted
+    dtype and cast back; an index outside ``[-n, n)`` raises numpy's IndexError before
+    anything is added."""
     out = np.array(base, dtype=dt)  # (a copy: base may be a buffer's own memory)
     idx = _row_indices(out, idx)
     n = out.shape[0] if out.ndim else 0
     if idx.size and (idx.min() < -n or idx.max() >= n):
         bad = idx[(idx < -n) | (idx >= n)].flat[0]
         raise IndexError(f"index {bad} is out of bounds for axis 0 with size {n}")
-    np.add.at(out, idx, np.asarray(values, dtype=dt))
+    with np.errstate(all="ignore"):  # each add in the promoted dtype, cast back (numpy's)
+        np.add.at(out, idx, np.asarray(values))
     return out
 
 

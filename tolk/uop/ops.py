@@ -186,7 +186,8 @@ class Ops(int, metaclass=_OpsType):
     LOG1P = auto()
     EXPM1 = auto()
     # (base, idx, values): base with values added at rows idx along axis 0, numpy's add.at
-    # on a copy (a row named twice gets both), the shape and dtype of base
+    # on a copy (a row named twice gets both; each add in the promoted dtype, cast back at
+    # once), the shape and dtype of base
     SCATTER_ADD = auto()
 
     name: str  # in the member's own __dict__ (an int subclass takes no slots)
