@@ -421,3 +421,12 @@ def test_index_add_adds_in_the_promoted_dtype_and_casts_back_each_time():
     got = Tensor(np.zeros(1, np.float64)).index_add(0, [0], Tensor(np.array([1], np.int32)),
                                                     alpha=0.1)
     assert got.item() == 0.1  # alpha times the source in float64, not float32
+
+
+def test_index_add_takes_a_python_int_into_unsigned_ints():
+    got = Tensor(np.zeros(3, np.uint8)).index_add(0, [1, 1], 200)
+    want = np.zeros(3, np.uint8)
+    np.add.at(want, [1, 1], 200)
+    assert got.numpy().tolist() == want.tolist()
+    with pytest.raises(TypeError, match="a number into bools"):
+        Tensor(np.zeros(2, bool)).index_add(0, [0], 1)

@@ -1138,3 +1138,28 @@ def test_a_tensor_only_looked_at_that_changes_shape_is_refused():
     tmpl = Tensor(np.zeros((3, 2), np.float32))  # noqa: F841 (another shape: refused)
     with pytest.raises(JitError, match="'tmpl'"):
         f(Tensor(np.zeros(6, np.float32)))
+
+
+def test_a_tensor_in_a_global_dict_the_plan_does_not_read_may_change_shape():
+    model = {"w": Tensor(np.ones((3, 2), np.float32)), "kv": Tensor(np.zeros((1, 2), np.float32))}
+
+    @tolk.jit
+    def head(x):
+        return (x @ model["w"]).sum()
+
+    for i in range(4):
+        assert head(Tensor(np.full((2, 3), 2.0, np.float32))).item() == 24.0
+        model["kv"] = Tensor(np.zeros((i + 2, 2), np.float32))  # grows: not read by the plan
+
+
+def test_a_closure_tensor_captured_as_the_input_too_is_refused_with_another_input():
+    w = Tensor(np.full(3, 10.0, np.float32))
+
+    @tolk.jit
+    def f(x):
+        return x + w
+
+    f(w)
+    f(w)  # the capture: input 0 and w are one buffer, which the plan cannot tell apart
+    with pytest.raises(JitError, match="also reads as a global or closure"):
+        f(Tensor(np.ones(3, np.float32)))

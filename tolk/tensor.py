@@ -1815,9 +1815,12 @@ class Tensor:
         elif isinstance(source, (list, tuple, np.ndarray, np.generic)):
             src = Tensor(np.asarray(source), device=self.device)  # (a numpy scalar: its dtype)
         else:  # a Python scalar, weakly typed (this tensor's dtype where its kind allows)
-            if not _same_kind(_scalar_default_dtype(source), self.dtype):
+            kind = _scalar_default_dtype(source)
+            if (kind.is_float and not self.dtype.is_float) or (
+                    kind is not dtypes.bool and self.dtype is dtypes.bool):
+                what = "a float into ints" if kind.is_float else "a number into bools"
                 raise TypeError(f"index_add of {source!r} into a {self.dtype.name} tensor "
-                                "(a float into ints: PyTorch refuses it too)")
+                                f"({what}: PyTorch refuses it too)")
             src = Tensor.full((), source, dtype=self.dtype, device=self.device)
         if src.device != self.device:
             raise DeviceError(f"index_add source on {src.device}, tensor on {self.device}")

@@ -61,6 +61,7 @@ import math
 import struct
 import threading
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -307,8 +308,10 @@ class CapturedJit:
         self.scalar_names: tuple = ([], set())  # the globals it loads, closure cells it writes
         self.in_scalars: list = []  # the numbers among those and its closure variables
         self.in_tensors: dict = {}  # and the tensors whose buffers the plan reads (also in a
-        # list, tuple or dict there): name -> their nodes
-        self.in_meta: dict = {}  # every tensor read so: name -> shape, dtype, device
+        # list, tuple or dict there), by name: [(index or key, the tensor weakly, its nodes,
+        # `_read_view`)]
+        self.in_meta: dict = {}  # the others bound to a name: key -> shape, dtype, device
+        self.in_closure: dict[int, UOp] = {}  # inputs that were a closure tensor at capture
         self.baked_vals: dict[str, int] = {}  # variables the arguments do not bind
         self._lock = threading.RLock()  # a nested call of this function runs as plain code
         self._replay_lock = threading.Lock()
@@ -497,9 +500,15 @@ class CapturedJit:
         # the globals and closure tensors whose buffers the plan binds: a replay must find the
         # same tensors there (one only looked at, or not used at all, may change)
         bound = self.fixed | self.kept_outs
-        self.in_tensors = {n: _views(t) for n, t in read_tensors
-                           if any(b in bound for b in _buffers_of(t))}
-        self.in_meta = {n: _meta(t) for n, t in read_tensors}
+        self.in_tensors = {}
+        for k, t in read_tensors:  # by name: (index or key, the tensor weakly, its nodes, what
+            if any(b in bound for b in _buffers_of(t)):  # the plan reads of it)
+                self.in_tensors.setdefault(k[0], []).append(
+                    (k[1] if len(k) > 1 else _WHOLE, weakref.ref(t), _views(t), _read_view(t)))
+        self.in_meta = {k: _meta(t) for k, t in read_tensors
+                        if len(k) == 1 and k not in self.in_tensors}
+        self.in_closure = {i: b for i, b in enumerate(in_bufs)
+                           if any(b in _buffers_of(t) for _, t in read_tensors)}
         self.calls = 2
         return out
 
@@ -585,6 +594,12 @@ class CapturedJit:
                            f"{_shown(was.get(name))}: the capture baked it in; pass it as an "
                            f"argument (a 0-d Tensor varies without a new capture), or reset()")
         in_bufs = [_input_buffer(t) for t in tensors]
+        for i, b in self.in_closure.items():
+            if in_bufs[i] is not b:
+                raise JitError(f"jitted function captured with input {i} the tensor it also "
+                               "reads as a global or closure variable: the plan cannot tell the "
+                               "two apart, so a replay with another input is refused; capture "
+                               "it with a tensor of its own (reset())")
         self._check_aliases(_aliases(in_bufs))
         for i, b in enumerate(in_bufs):
             if b in self.fixed and (i in self.written_in or b in self.stored):
@@ -642,30 +657,46 @@ class CapturedJit:
         """A JitError where a global or closure tensor the plan reads is now another view (an
         equal view of the same buffer is the same node), or one the function only looked at
         changed its shape, dtype or device: the capture baked those in."""
-        if not self.in_meta:
+        if not self.in_tensors and not self.in_meta:
             return
-        now = dict(_tensor_reads(self.fn, self.scalar_names))
-        bad = sorted(n for n, views in self.in_tensors.items()
-                     if n not in now or _views(now[n]) != views)
-        bad += sorted(n for n, meta in self.in_meta.items()
-                      if n in now and n not in self.in_tensors and _meta(now[n]) != meta)
+        from tolk.multi import MultiTensor
+        from tolk.tensor import Tensor
+
+        values = dict(_named_values(self.fn, self.scalar_names))
+        bad = []
+        for name, entries in self.in_tensors.items():
+            v = values.get(name)
+            for sub, ref, views, read in entries:
+                t = v if sub is _WHOLE else _item(v, sub)
+                if t is ref() and t is not None and (
+                        t.uop is views[0] if len(views) == 1 and type(t) is Tensor
+                        else _views(t) == views):
+                    continue  # the same tensor, as it was: the common case, and quick
+                if not isinstance(t, (Tensor, MultiTensor)) or _read_view(t) != read:
+                    bad.append((name,) if sub is _WHOLE else (name, sub))  # (the same view
+                    # of the same buffer passes: a new one, or an assign pending meanwhile)
+        for k, meta in self.in_meta.items():
+            t = values.get(k[0])
+            if isinstance(t, (Tensor, MultiTensor)) and _meta(t) != meta:
+                bad.append(k)
         if bad:
-            raise JitError(f"the jitted function reads the tensor {bad[0]!r}, now another tensor "
-                           "(or none) than at capture: the capture reads the captured one's "
-                           "buffer and shape; pass it as an argument (or assign into it), or "
-                           "reset()")
+            raise JitError(f"the jitted function reads the tensor {_key_name(bad[0])!r}, now "
+                           "another tensor (or none) than at capture: the capture reads the "
+                           "captured one's buffer and shape; pass it as an argument (or assign "
+                           "into it), or reset()")
 
     def _run_pending_on_closures(self) -> None:
         """Run the assigns pending on the buffers the plan binds itself (another thread's:
         this thread's ran already); looked for only when an assign was made since."""
         from tolk.callify import assign_count, pending_on
 
-        if assign_count[0] == self.seen_assigns:
+        seen = assign_count[0]  # (read first: an assign made meanwhile is looked for next)
+        if seen == self.seen_assigns:
             return
         todo = pending_on(self.fixed | self.kept_outs)
         if todo:
             todo[0].realize(*todo[1:])
-        self.seen_assigns = assign_count[0]
+        self.seen_assigns = seen
 
     def _check_aliases(self, now: tuple[int, ...]) -> None:
         """Inputs that were one tensor at capture must be one now (the plan has one buffer for
@@ -742,20 +773,36 @@ def _scalar_reads(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple
 
 def _tensor_reads(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple[str, Any]]:
     """The tensors (sharded ones too) `fn` reads as globals or closure variables, also those
-    in a list, tuple or dict held there, as (name, tensor) pairs."""
+    in a list, tuple or dict held there, as (key, tensor) pairs: the key (name,) or (name,
+    index or dict key)."""
     from tolk.multi import MultiTensor
     from tolk.tensor import Tensor
 
     kinds = (Tensor, MultiTensor)
-    out: list[tuple[str, Any]] = []
+    out: list[tuple[tuple, Any]] = []
     for name, v in _named_values(fn, names):
         if isinstance(v, kinds):
-            out.append((name, v))
+            out.append(((name,), v))
         elif isinstance(v, (list, tuple)):
-            out.extend((f"{name}[{i}]", x) for i, x in enumerate(v) if isinstance(x, kinds))
+            out.extend(((name, i), x) for i, x in enumerate(v) if isinstance(x, kinds))
         elif isinstance(v, dict):
-            out.extend((f"{name}[{k!r}]", x) for k, x in list(v.items()) if isinstance(x, kinds))
+            out.extend(((name, k), x) for k, x in list(v.items()) if isinstance(x, kinds))
     return out
+
+
+_WHOLE = object()  # `in_tensors`: the tensor bound to the name itself
+
+
+def _item(v: Any, sub: Any) -> Any:
+    """``v[sub]`` for a list, tuple or dict `v`; None where it has no such item."""
+    if isinstance(v, (list, tuple)):
+        return v[sub] if sub < len(v) else None
+    return v.get(sub) if isinstance(v, dict) else None
+
+
+def _key_name(key: tuple) -> str:
+    """`_tensor_reads`' key as the function spells it: ``w``, ``params[0]``, ``st['w']``."""
+    return key[0] if len(key) == 1 else f"{key[0]}[{key[1]!r}]"
 
 
 def _same_scalars(now: list[tuple[str, Any]], was: list[tuple[str, Any]]) -> bool:
@@ -828,6 +875,26 @@ def _views(t) -> tuple[UOp, ...]:
     from tolk.multi import MultiTensor
 
     return tuple(s.uop for s in (t.shards if isinstance(t, MultiTensor) else (t,)))
+
+
+def _read_view(t) -> tuple:
+    """What the plan reads of a tensor (a sharded one's shards): its buffer and the view ops
+    over it, whatever state the buffer is in (a pending assign, another thread's say, puts an
+    AFTER between them)."""
+    from tolk.multi import MultiTensor
+
+    out = []
+    for s in t.shards if isinstance(t, MultiTensor) else (t,):
+        u, ops = s.uop, []
+        while u.src and (u.op is Ops.AFTER or u.op in _VIEW_OPS):
+            if u.op is not Ops.AFTER:
+                ops.append((u.op, u.arg))
+            u = u.src[0]
+        out.append((u, tuple(ops)))
+    return tuple(out)
+
+
+_VIEW_OPS = (Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP)
 
 
 def _meta(t) -> tuple:
