@@ -14,9 +14,10 @@ constant baked into the capture, and so is every number the function reads as a 
 closure variable (a replay where one changed is a JitError: pass it as an argument, a 0-d
 Tensor to vary it; one read as an attribute of an object is not seen); a tensor whose buffer
 the capture reads that way (also from a list, tuple or dict held there) must be the same
-tensor at every replay, or an equal view of the same buffer (assign into it to change its
-values; one bound to another tensor is a JitError), and one it only looks at must keep its
-shape, dtype and device. A replay's arguments
+tensor at every replay, or the same view of the same buffer (assign into it to change its
+values; one bound to another tensor is a JitError), and one bound to a name that it only
+looks at must keep its shape, dtype and device; a capture whose input was such a tensor
+refuses replays with another input (the plan read one buffer for both). A replay's arguments
 must have the captured call's shape:
 the same containers (dict keys, lengths), tensors and variables in the same places, and equal
 constants (``==``; numpy arrays by value), else a JitError (a call the function's signature
