@@ -1161,5 +1161,32 @@ def test_a_closure_tensor_captured_as_the_input_too_is_refused_with_another_inpu
 
     f(w)
     f(w)  # the capture: input 0 and w are one buffer, which the plan cannot tell apart
-    with pytest.raises(JitError, match="also reads as a global or closure"):
+    with pytest.raises(JitError, match="also reads as 'w'"):
         f(Tensor(np.ones(3, np.float32)))
+
+
+def test_a_closure_tensor_that_was_the_input_at_capture_is_still_checked_by_name():
+    w = Tensor(np.full(3, 10.0, np.float32))
+    w0 = w
+
+    @tolk.jit
+    def f(x):
+        return x + w
+
+    f(w0)
+    f(w0)
+    assert f(w0).numpy().tolist() == [20.0] * 3
+    w = Tensor(np.ones(3, np.float32))  # noqa: F841 (rebound: the replay must not read w0)
+    with pytest.raises(JitError, match="'w'"):
+        f(w0)
+    cfg = {"w": Tensor(np.ones(3, np.float32))}
+
+    @tolk.jit
+    def g(x):
+        return x * cfg["w"]
+
+    g(Tensor(np.ones(3, np.float32)))
+    g(Tensor(np.ones(3, np.float32)))
+    cfg = [Tensor(np.ones(3, np.float32))]  # noqa: F841 (another kind of container)
+    with pytest.raises(JitError, match="cfg\\['w'\\]"):
+        g(Tensor(np.ones(3, np.float32)))

@@ -17,7 +17,9 @@ the capture reads that way (also from a list, tuple or dict held there) must be 
 tensor at every replay, or the same view of the same buffer (assign into it to change its
 values; one bound to another tensor is a JitError), and one bound to a name that it only
 looks at must keep its shape, dtype and device; a capture whose input was such a tensor
-refuses replays with another input (the plan read one buffer for both). A replay's arguments
+refuses replays with another input (the plan read one buffer for both). Tensors nested deeper
+(a list in a list) are neither checked nor realized first: pass them as arguments. A replay's
+arguments
 must have the captured call's shape:
 the same containers (dict keys, lengths), tensors and variables in the same places, and equal
 constants (``==``; numpy arrays by value), else a JitError (a call the function's signature
@@ -312,7 +314,7 @@ class CapturedJit:
         # list, tuple or dict there), by name: [(index or key, the tensor weakly, its nodes,
         # `_read_view`)]
         self.in_meta: dict = {}  # the others bound to a name: key -> shape, dtype, device
-        self.in_closure: dict[int, UOp] = {}  # inputs that were a closure tensor at capture
+        self.in_closure: dict[int, tuple] = {}  # inputs that were a closure tensor at capture
         self.baked_vals: dict[str, int] = {}  # variables the arguments do not bind
         self._lock = threading.RLock()  # a nested call of this function runs as plain code
         self._replay_lock = threading.Lock()
@@ -500,16 +502,18 @@ class CapturedJit:
         self._compile(in_bufs, first_new)
         # the globals and closure tensors whose buffers the plan binds: a replay must find the
         # same tensors there (one only looked at, or not used at all, may change)
-        bound = self.fixed | self.kept_outs
+        bound = self.fixed | self.kept_outs | set(in_bufs)  # (an input a closure tensor too)
         self.in_tensors = {}
         for k, t in read_tensors:  # by name: (index or key, the tensor weakly, its nodes, what
             if any(b in bound for b in _buffers_of(t)):  # the plan reads of it)
                 self.in_tensors.setdefault(k[0], []).append(
                     (k[1] if len(k) > 1 else _WHOLE, weakref.ref(t), _views(t), _read_view(t)))
-        self.in_meta = {k: _meta(t) for k, t in read_tensors
-                        if len(k) == 1 and k not in self.in_tensors}
-        self.in_closure = {i: b for i, b in enumerate(in_bufs)
-                           if any(b in _buffers_of(t) for _, t in read_tensors)}
+        self.in_meta = {k: _meta(t) for k, t in read_tensors if len(k) == 1}
+        self.in_closure = {}  # input i -> (its buffer, the closure tensor's name)
+        for i, b in enumerate(in_bufs):
+            for k, t in read_tensors:
+                if b in _buffers_of(t):
+                    self.in_closure.setdefault(i, (b, _key_name(k)))
         self.calls = 2
         return out
 
@@ -595,12 +599,12 @@ class CapturedJit:
                            f"{_shown(was.get(name))}: the capture baked it in; pass it as an "
                            f"argument (a 0-d Tensor varies without a new capture), or reset()")
         in_bufs = [_input_buffer(t) for t in tensors]
-        for i, b in self.in_closure.items():
+        for i, (b, name) in self.in_closure.items():
             if in_bufs[i] is not b:
                 raise JitError(f"jitted function captured with input {i} the tensor it also "
-                               "reads as a global or closure variable: the plan cannot tell the "
-                               "two apart, so a replay with another input is refused; capture "
-                               "it with a tensor of its own (reset())")
+                               f"reads as {name!r}: the plan cannot tell the two apart, so a "
+                               "replay with another input is refused; capture it with a tensor "
+                               "of its own (reset())")
         self._check_aliases(_aliases(in_bufs))
         for i, b in enumerate(in_bufs):
             if b in self.fixed and (i in self.written_in or b in self.stored):
@@ -797,7 +801,7 @@ _WHOLE = object()  # `in_tensors`: the tensor bound to the name itself
 def _item(v: Any, sub: Any) -> Any:
     """``v[sub]`` for a list, tuple or dict `v`; None where it has no such item."""
     if isinstance(v, (list, tuple)):
-        return v[sub] if sub < len(v) else None
+        return v[sub] if type(sub) is int and sub < len(v) else None
     return v.get(sub) if isinstance(v, dict) else None
 
 
