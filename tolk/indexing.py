@@ -37,6 +37,13 @@ from tolk.errors import DeviceError, ShapeError
 from tolk.helpers import prod
 
 
+def _broadcastable(src: tuple, dst: tuple) -> bool:
+    """Whether shape `src` broadcasts to `dst` (callify's rule, sizes symbolic too)."""
+    from tolk.callify import _broadcastable as fits
+
+    return fits(src, dst)
+
+
 def _tensor_type():
     from tolk.tensor import Tensor
 
@@ -52,13 +59,6 @@ def is_array_index(i: Any) -> bool:
     if isinstance(i, np.ndarray):
         return i.ndim > 0 or i.dtype == np.bool_
     return isinstance(i, (list, tuple, range))
-
-
-def _fits(vs: tuple, shape: tuple) -> bool:
-    """Whether a value of shape `vs` broadcasts to `shape` (sizes may be symbolic)."""
-    if len(vs) > len(shape):
-        return False
-    return all(a == 1 or a is b or a == b for a, b in zip(vs[::-1], shape[::-1]))
 
 
 def host_indices(i: Any, kinds: str = "biu", what: str = "arrays used as indices") -> np.ndarray:
@@ -208,13 +208,12 @@ class _Plan:
         elif any(not isinstance(d, int) for sh in shapes for d in sh):
             raise IndexError(f"index tensors of symbolic shapes {shapes} cannot broadcast "
                              "together: index with one of them, or realize them first")
-        try:
-            if len(shapes) > 1:
+        else:
+            try:
                 self.B = tuple(np.broadcast_shapes(*shapes))
-        except ValueError:
-            shapes = " ".join(str(tuple(v.shape)) for v, _ in self.arrays)
-            raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together "
-                             f"with shapes {shapes}") from None
+            except ValueError:
+                raise IndexError(f"shape mismatch: indexing arrays could not be broadcast "
+                                 f"together with shapes {' '.join(map(str, shapes))}") from None
         self.rest_axes = [a for a in range(self.y.ndim) if a not in self.axes]
         self.rest = tuple(self.y.shape[a] for a in self.rest_axes)
         self.lead = self.axes[0] if self.adjacent else 0  # rest axes before B in the result
@@ -296,7 +295,7 @@ def setitem(x, idx: tuple, value) -> None:
     vs = v.shape
     while len(vs) > len(shape) and vs[0] == 1:  # numpy: leading size-1 axes may go
         vs = vs[1:]
-    if not _fits(vs, shape):
+    if not _broadcastable(vs, shape):
         raise ShapeError(f"shape mismatch: value of shape {v.shape} could not be broadcast to "
                          f"the indexing result of shape {shape}")
     nb = prod(p.B)
@@ -371,7 +370,7 @@ def _lazy_mask(x, idx: tuple, value) -> bool:
     if isinstance(m, Tensor) and m.device != x.device:
         return False
     v = _value(x, value)
-    if not _fits(v.shape, x.shape[m.ndim:]):
+    if not _broadcastable(v.shape, x.shape[m.ndim:]):
         return False
     rest = x.shape[m.ndim:]
     mask = m if isinstance(m, Tensor) else Tensor(m, device=x.device)
