@@ -71,6 +71,10 @@ def host_indices(i: Any, kinds: str = "biu", what: str = "arrays used as indices
                          f"got {i!r}: {e}"[:300]) from None
     if a.size == 0 and a.dtype.kind == "f" and not isinstance(i, np.ndarray):
         a = a.astype(np.int64)  # numpy reads an empty list as no integers (not a float array)
+    if a.dtype == object and all(isinstance(x, int) for x in a.flat):
+        big = next((x for x in a.flat if not -(1 << 63) <= x < 1 << 64), None)
+        if big is not None:
+            raise IndexError(f"index {big} is out of bounds: {what} must fit 64 bits"[:300])
     if a.dtype.kind not in kinds:
         of = "integer (or boolean)" if "b" in kinds else "integer"
         raise IndexError(f"{what} must be of {of} type, got {a.dtype}")

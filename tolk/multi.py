@@ -520,6 +520,10 @@ class MultiTensor:
                              f"got {self}")
         if isinstance(w, MultiTensor):
             w = w.to(self.devices[0])
+        rows = w.shape[-2] if w.ndim >= 2 else w.shape[0] if w.ndim else None
+        if rows is not None and rows != self.shape[-1]:  # named by the logical shape
+            raise ShapeError(f"matmul shapes {self.shape} (sharded on axis {self.axis}) and "
+                             f"{w.shape} do not align: {self.shape[-1]} != {rows}")
         wa = self.axis - (self.ndim - w.ndim)  # self's sharded batch axis among w's axes
         if 0 <= wa < w.ndim - 2 and w.shape[wa] != 1:  # w has that batch: cut it alike
             if w.shape[wa] != self.shape[self.axis]:

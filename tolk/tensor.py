@@ -437,9 +437,11 @@ class Tensor:
     def _full(shape, fill_value: Scalar, dtype, device, binds: tuple[UOp, ...]) -> Tensor:
         """`full`; a symbolic size takes its value from `binds` (BIND nodes riding along)."""
         shape = _shape_arg(shape)
-        if fill_value is None or isinstance(fill_value, (str, bytes)):
+        if fill_value is None or isinstance(fill_value, (str, bytes, BoundVariable)):
+            hint = (" (a bound Variable's value is a tensor: Tensor.full(shape, 0) + n)"
+                    if isinstance(fill_value, BoundVariable) else "")
             raise TypeError(f"full's fill value must be a bool, int or float, got "
-                            f"{fill_value!r}")
+                            f"{fill_value!r}{hint}")
         d = _data_dtype(dtype) if dtype is not None else _scalar_default_dtype(fill_value)
         dev = UOp(Ops.DEVICE, dtypes.void, (), canonical_device("CPU" if device is None
                                                                 else device))
@@ -707,7 +709,7 @@ class Tensor:
                 if self.dtype is dtypes.uint64:
                     return self._cmp_uint64(op, v, reverse)
                 return self.cast(dtypes.int64)._binop(op, v, reverse, out=dtypes.bool)
-        if type(x) is int and not self.dtype.is_float and all(type(s) is int for s in self.shape):
+        if type(x) is int and not self.dtype.is_float:
             info = np.iinfo(_scalar_dtype(x, self.dtype).np)  # a bool tensor compares as int32
             if not info.min <= x <= info.max:
                 if op is Ops.CMPEQ or op is Ops.CMPNE:
@@ -867,8 +869,9 @@ class Tensor:
             if not isinstance(v, (Tensor, BoundVariable, bool, int, float, np.generic)):
                 raise TypeError(f"where takes Tensors and scalars, got {type(v).__name__}: wrap "
                                 "it in Tensor()")
-        x, y = (v._t() if isinstance(v, BoundVariable) else v for v in (x, y))
-        if not isinstance(x, Tensor):
+        if not isinstance(x, Tensor) and not isinstance(y, Tensor):  # a bound variable next
+            x, y = (v._t() if isinstance(v, BoundVariable) else v for v in (x, y))  # to a
+        if not isinstance(x, Tensor):  # tensor is weak, as a Python int (`_operands`)
             if not isinstance(y, Tensor):  # two scalars: the dtype ``Tensor([x, y])`` has;
                 gx, gy = isinstance(x, np.generic), isinstance(y, np.generic)  # a numpy one's
                 if gx and gy:  # own dtype, the other one next to it (weak)
@@ -955,7 +958,10 @@ class Tensor:
             raise TypeError("sign is not defined for bool tensors (numpy raises too)")
         return self._alu(Ops.SIGN)
 
+    @_half_in_float32
     def sigmoid(self) -> Tensor:
+        """1 / (1 + exp(-x)); 16-bit floats computed in float32 and rounded once (exp(-x)
+        overflows float16 below x = -11.1, where the result is still a normal float16)."""
         return (1 + (-self._float()).exp()).reciprocal()
 
     def relu(self) -> Tensor:
@@ -966,7 +972,9 @@ class Tensor:
         x = self._float()
         return 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())
 
+    @_half_in_float32
     def silu(self) -> Tensor:
+        """x * sigmoid(x); 16-bit floats in float32, rounded once, as `sigmoid`."""
         x = self._float()  # an int tensor: float32, as sigmoid (not int times float32)
         return x * x.sigmoid()
 
@@ -1124,8 +1132,10 @@ class Tensor:
         _static_dims(x, "a running sum", (ax,))
         want = _data_dtype(dtype) if dtype is not None else (
             self.dtype if self.dtype.is_float and self.dtype.itemsize == 2 else None)
-        x = x.cast(dtypes.float32 if want is not None and want.is_float and want.itemsize == 2
-                   else want or x._acc_dtype())
+        if want is not None and want.is_float and want.itemsize == 2:
+            x = x.cast(want).cast(dtypes.float32)  # numpy rounds the inputs to `want` first
+        else:
+            x = x.cast(want or x._acc_dtype())
         x = Tensor(UOp(Ops.SCAN, x.dtype, (x.uop,), (op, ax)))
         return x.cast(want) if want is not None else x
 
@@ -1775,8 +1785,8 @@ class Tensor:
         if self.ndim == 0:
             raise ShapeError("gather needs a tensor with at least one axis")
         if self.shape[0] == 0 and idx.numel() != 0:
-            raise ShapeError(f"gather of {idx.shape} indices from a tensor of shape {self.shape}: "
-                             "its first axis is empty, so no index is valid")
+            raise IndexError(f"gather of {idx.shape} indices from a tensor of shape {self.shape}: "
+                             "its first axis is empty, so no index is valid (numpy's take)")
         if idx.device != self.device:
             raise DeviceError(f"gather indices on {idx.device}, values on {self.device}")
         return Tensor(UOp(Ops.GATHER, self.dtype, (self.uop, idx.uop)))
@@ -1815,6 +1825,9 @@ class Tensor:
         elif isinstance(source, (list, tuple, np.ndarray, np.generic)):
             src = Tensor(np.asarray(source), device=self.device)  # (a numpy scalar: its dtype)
         else:  # a Python scalar, weakly typed (this tensor's dtype where its kind allows)
+            if not isinstance(source, (bool, int, float)):
+                raise TypeError(f"index_add's source must be a Tensor, an array, a list or a "
+                                f"number, got {type(source).__name__} {source!r}"[:200])
             kind = _scalar_default_dtype(source)
             if (kind.is_float and not self.dtype.is_float) or (
                     kind is not dtypes.bool and self.dtype is dtypes.bool):
@@ -1932,11 +1945,16 @@ class Tensor:
             raise ShapeError(f"conv2d's bias must have shape ({cout},) (one per output "
                              f"channel), got {bias.shape}")
         want = least_upper_dtype(self.dtype, weight.dtype)
-        if want.is_float and want.itemsize == 2:  # as matmul: in float32, rounded once
+        if want.is_float and want.itemsize == 2:  # as matmul: in float32, rounded once (with
+            if bias is None or least_upper_dtype(want, bias.dtype) is want:  # the bias added)
+                f32 = None if bias is None else bias.cast(dtypes.float32)
+                return self.cast(dtypes.float32).conv2d(weight.cast(dtypes.float32), f32, groups,
+                                                        stride, dilation, padding).cast(want)
             out = self.cast(dtypes.float32).conv2d(weight.cast(dtypes.float32), None, groups,
                                                    stride, dilation, padding).cast(want)
-            return out + bias.reshape(1, cout, 1, 1) if bias is not None else out
+            return out + bias.reshape(1, cout, 1, 1)  # a wider bias: added in its dtype
         pads = _conv_padding(padding)
+        _padded_sizes(self, pads, "conv2d")
         x = self._pad(((0, 0), (0, 0), pads[0], pads[1]))
         (sh, sw), (dh, dw) = _pair(stride), _pair(dilation)
         oh, ow = x._window_outs((kh, kw), (sh, sw), (dh, dw))
@@ -1953,6 +1971,7 @@ class Tensor:
     def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0) -> Tensor:
         k = _pair(kernel_size)
         pads = _conv_padding(padding)
+        _padded_sizes(self, pads, "max_pool2d", k)
         x = self
         if any(p for pp in pads for p in pp):
             lowest = (-math.inf if x.dtype.is_float else False if x.dtype is dtypes.bool
@@ -1969,13 +1988,14 @@ class Tensor:
         16-bit floats are summed in float32 and come back 16-bit."""
         k = _pair(kernel_size)
         pads = _conv_padding(padding)
+        _padded_sizes(self, pads, "avg_pool2d", k)
         x = self._float()
         x = (x._pad(((0, 0),) * (x.ndim - 2) + tuple(pads)) if any(p for pp in pads for p in pp)
              else x)
         out = None
         for _, win in x._windows(k, _pair(stride) if stride is not None else k, _pair(dilation)):
             out = win if out is None else out + win
-        return out * (1 / (k[0] * k[1]))
+        return out / (k[0] * k[1])  # a division, as `mean` (a product with 1/n is 1 ulp off)
 
     # -- realization --------------------------------------------------------------------------
 
@@ -2322,6 +2342,18 @@ def _conv_padding(padding) -> tuple[tuple[int, int], tuple[int, int]]:
     raise ShapeError(f"conv padding must be an int, 2 or 4 ints, got {padding}")
 
 
+def _padded_sizes(x: Tensor, pads, what: str, k=None) -> None:
+    """ShapeError naming `what`'s padding where it crops past an edge of the last two axes of
+    x (a negative padding crops), or, for a pooling window `k`, where it is negative or wider
+    than half the window (PyTorch's rule: a window of padding alone has no input)."""
+    for (lo, hi), size, kk in zip(pads, x.shape[-2:], k or (None, None)):
+        if kk is not None and not (0 <= lo <= kk // 2 and 0 <= hi <= kk // 2):
+            raise ShapeError(f"{what}'s padding {(lo, hi)} must be between 0 and half the "
+                             f"window ({kk}), as PyTorch's")
+        if isinstance(size, int) and (-lo > size or -hi > size or size + lo + hi < 0):
+            raise ShapeError(f"{what}'s padding {(lo, hi)} crops past an axis of size {size}")
+
+
 def _shape_by_form(u: UOp, cache: dict) -> None:
     """Give a new node its form (`tolk.uop.form`) and its shape and device: a form made
     before carries them (a node's shape and device follow from its form), so a program
@@ -2512,6 +2544,10 @@ def _wide_ints(data: Any, arr: np.ndarray) -> np.ndarray:
     leaves = np.array(data, dtype=object).ravel() if arr.dtype != object else arr.ravel()
     if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in leaves):
         if arr.dtype == object:
+            big = [x for x in leaves if isinstance(x, int) and not -(1 << 63) <= x < 1 << 64]
+            if big and all(isinstance(x, (int, float, np.number)) for x in leaves):
+                raise ValueError(f"integer {big[0]} next to floats does not fit 64 bits: write "
+                                 f"it as a float ({float(big[0])!r})"[:200])
             raise TypeError(f"cannot make a tensor from ragged or mixed data {data!r}"[:200])
         return arr
     lo, hi = int(min(leaves)), int(max(leaves))

@@ -374,8 +374,9 @@ class _Codegen:
             self.takes[n] = (len(self.lines), f"{s[0]}, {s[1]}")
             self.emit(n, f"take_rows({s[0]}, {s[1]})")
         elif op is Ops.SCATTER_ADD:
+            each = ", bf16_round" if n.dtype is dtypes.bfloat16 else ""
             self.emit(n, self.bf16(n, f"scatter_add({s[0]}, {s[1]}, {s[2]}, "
-                                      f"{self.const(cdt)})"))
+                                      f"{self.const(cdt)}{each})"))
         elif op in GroupOp.Movement:
             self.emit(n, self.movement(n, s[0]))
         elif op is Ops.STORE:
@@ -813,11 +814,12 @@ def take_rows(src: np.ndarray, idx) -> np.ndarray:
     return np.take(src, _row_indices(src, idx), axis=0)
 
 
-def scatter_add(base, idx, values, dt: np.dtype) -> np.ndarray:
+def scatter_add(base, idx, values, dt: np.dtype, rounded=None) -> np.ndarray:
     """A copy of `base` (as `dt`) with `values` (in their own dtype) added at rows `idx` along
     axis 0, numpy's ``np.add.at``: a row named twice gets both, each add made in the promoted
-    dtype and cast back; an index outside ``[-n, n)`` raises numpy's IndexError before
-    anything is added."""
+    dtype and cast back (`rounded`, for a target held wider than its dtype: bfloat16 in
+    float32, rounds after every add); an index outside ``[-n, n)`` raises numpy's IndexError
+    before anything is added."""
     out = np.array(base, dtype=dt)  # (a copy: base may be a buffer's own memory)
     idx = _row_indices(out, idx)
     n = out.shape[0] if out.ndim else 0
@@ -825,8 +827,25 @@ def scatter_add(base, idx, values, dt: np.dtype) -> np.ndarray:
         bad = idx[(idx < -n) | (idx >= n)].flat[0]
         raise IndexError(f"index {bad} is out of bounds for axis 0 with size {n}")
     with np.errstate(all="ignore"):  # each add in the promoted dtype, cast back (numpy's)
-        np.add.at(out, idx, np.asarray(values))
+        if rounded is None:
+            np.add.at(out, idx, np.asarray(values))
+        else:
+            _add_rounded(out, idx, np.asarray(values), rounded)
     return out
+
+
+def _add_rounded(out: np.ndarray, idx: np.ndarray, values: np.ndarray, rounded) -> None:
+    """``np.add.at(out, idx, values)`` with `rounded` applied after each add: the adds to one
+    row are made one round at a time, in the order they come (a row's k-th add in round k)."""
+    flat = idx.reshape(-1) % max(out.shape[0], 1)
+    vals = np.broadcast_to(values, idx.shape + out.shape[1:]).reshape(flat.shape + out.shape[1:])
+    order = np.argsort(flat, kind="stable")
+    rows = flat[order]
+    first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])  # where each row's run starts
+    rank = np.arange(rows.size) - np.repeat(first, np.diff(np.r_[first, rows.size]))
+    for k in range(int(rank.max()) + 1 if rank.size else 0):
+        at = order[rank == k]
+        out[flat[at]] = rounded(out[flat[at]] + vals[at])
 
 
 def take_into(out: np.ndarray, src: np.ndarray, idx) -> None:
