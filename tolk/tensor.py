@@ -1969,6 +1969,8 @@ class Tensor:
         return out + bias.reshape(1, cout, 1, 1) if bias is not None else out
 
     def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0) -> Tensor:
+        """Maximum over each window; padding (the dtype's lowest value) is between 0 and half
+        the window on each side, as PyTorch's (wider, a window would hold padding alone)."""
         k = _pair(kernel_size)
         pads = _conv_padding(padding)
         _padded_sizes(self, pads, "max_pool2d", k)
@@ -1985,7 +1987,8 @@ class Tensor:
     @_half_in_float32
     def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0) -> Tensor:
         """Average over each window, padding included in the count (PyTorch's default);
-        16-bit floats are summed in float32 and come back 16-bit."""
+        16-bit floats are summed in float32 and come back 16-bit. Padding is at most half the
+        window, as `max_pool2d`'s (PyTorch's rule)."""
         k = _pair(kernel_size)
         pads = _conv_padding(padding)
         _padded_sizes(self, pads, "avg_pool2d", k)
