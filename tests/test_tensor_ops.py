@@ -2592,6 +2592,19 @@ def test_after_a_failed_run_a_tensor_that_read_a_state_before_an_assign_keeps_th
     assert x.numpy().tolist() == [11, 21, 31]
 
 
+def test_after_a_failed_run_a_reader_of_a_later_state_is_not_taken_for_one_that_ran_earlier():
+    x = Tensor(np.arange(1, 5, dtype=np.float32)).realize()
+    g0 = x * 2  # reads x's buffer as it is; runs, then the assign below overwrites it
+    x[2] = 100.0
+    bad = x[Tensor([9])]  # a lazy reader whose kernel fails (out of range)
+    g1 = x * 2  # reads the state x[2] = 100 wrote: once settled, the same graph as g0's
+    x[1] = 50.0
+    with pytest.raises(IndexError, match="out of bounds"):
+        x.numpy()
+    assert g1.numpy().tolist() == [2, 4, 200, 8] and g0.numpy().tolist() == [2, 4, 6, 8]
+    del bad
+
+
 def test_schedule_linear_shows_the_schedule_realize_runs_and_hooks_see_only_realizes():
     import tolk.callify as callify
 

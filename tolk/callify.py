@@ -594,8 +594,8 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
     kept = {t.uop: _kept_copy(view, b) for t, view, b in ran}
     if ran:
         _after_run([(t, view) for t, view, _ in ran], {})
-    if mapping:
-        _rebase(_Substitution(mapping))
+    # the copies first, while the graphs still name the states they read: once rebased, a
+    # graph over a later state can equal one that ran over an earlier one (the same buffer)
     if kept:
         sub = _Substitution(kept)
         for t in list(_lazy):
@@ -609,6 +609,8 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
                     t.uop = sub(t.uop)
                     _register_view(t)
                 _note_pending(new)
+    if mapping:
+        _rebase(_Substitution(mapping))
     unwritten = {b for b in finals if not writers.get(b) or writers[b][0] > done}
     _detach_unrun(unwritten, [t for t, _, b in outputs if not written(b)])
 
