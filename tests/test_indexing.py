@@ -165,6 +165,8 @@ def test_host_index_errors_are_numpys_and_immediate():
         x[np.ones((3, 4), bool), 0]
     with pytest.raises(IndexError, match="rectangular"):
         x[[[0, 1], [2]]]
+    with pytest.raises(ValueError, match="rectangular"):  # numpy's error class too
+        x[[[0, 1], [2]]]
     with pytest.raises(IndexError, match="boolean scalar"):
         x[np.array(True)]
     with pytest.raises(IndexError, match="axis 0 of size 0"):
@@ -430,3 +432,38 @@ def test_index_add_takes_a_python_int_into_unsigned_ints():
     assert got.numpy().tolist() == want.tolist()
     with pytest.raises(TypeError, match="a number into bools"):
         Tensor(np.zeros(2, bool)).index_add(0, [0], 1)
+
+
+def test_a_0d_integer_array_or_tensor_index_reads_a_copy_and_writes_the_place_as_numpy():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for zero_d in (np.array(1), Tensor(np.array(1, np.int32))):
+        x, n = Tensor(a.copy()), a.copy()
+        y, yn = x[zero_d], n[np.array(1)]
+        r, rn = x[np.array(0), ::-1], n[np.array(0), ::-1]
+        x[1, 0] = 100.0
+        n[1, 0] = 100.0
+        x[0, 2] = -1.0
+        n[0, 2] = -1.0
+        assert y.numpy().tolist() == yn.tolist() == [3, 4, 5]  # not views of x
+        assert r.numpy().tolist() == rn.tolist() == [2, 1, 0]
+        x[zero_d] = 7.0  # a write goes to the place, as numpy's
+        n[np.array(1)] = 7.0
+        assert x.numpy().tolist() == n.tolist()
+    x = Tensor(a.copy())
+    x[np.array(0)][0] = -7.0  # writes into the copy only
+    assert x.numpy().tolist() == a.tolist()
+
+
+def test_an_empty_boolean_mask_selects_nothing_whatever_axis_it_meets_as_numpy():
+    a = np.arange(12).reshape(3, 4)
+    x = Tensor(a)
+    for mask in (np.zeros(0, bool), np.zeros((0, 4), bool), np.zeros((3, 0), bool),
+                 np.zeros((0, 0), bool)):
+        assert x[mask].shape == a[mask].shape
+        assert x[Tensor(mask)].shape == a[mask].shape
+    assert x[:, np.zeros(0, bool)].shape == a[:, np.zeros(0, bool)].shape == (3, 0)
+    x[np.zeros(0, bool)] = 5
+    x[Tensor(np.zeros((0, 4), bool))] = 5
+    assert x.numpy().tolist() == a.tolist()
+    with pytest.raises(IndexError, match="boolean index did not match"):
+        x[np.zeros(2, bool)]

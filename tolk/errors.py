@@ -34,3 +34,8 @@ class RewriteError(ValueError):
 
 class KernelCompileError(ValueError):
     """A kernel AST a backend cannot compile."""
+
+
+class RaggedIndexError(IndexError, ValueError):
+    """An index list that is no rectangular array of integers (numpy raises a ValueError for
+    a ragged one; an IndexError, as every bad index in tolk)."""

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from tolk.dtype import dtypes
-from tolk.errors import DeviceError, ShapeError
+from tolk.errors import DeviceError, RaggedIndexError, ShapeError
 from tolk.helpers import prod
 
 
@@ -67,8 +67,8 @@ def host_indices(i: Any, kinds: str = "biu", what: str = "arrays used as indices
     try:
         a = np.asarray(i)
     except (ValueError, OverflowError) as e:  # a ragged list, or ints past 64 bits
-        raise IndexError(f"an index list must be rectangular and of integers within 64 bits, "
-                         f"got {i!r}: {e}"[:300]) from None
+        raise RaggedIndexError(f"an index list must be rectangular and of integers within 64 "
+                               f"bits, got {i!r}: {e}"[:300]) from None
     if a.size == 0 and a.dtype.kind == "f" and not isinstance(i, np.ndarray):
         a = a.astype(np.int64)  # numpy reads an empty list as no integers (not a float array)
     if a.dtype == object and all(isinstance(x, int) for x in a.flat):
@@ -132,7 +132,7 @@ def _components(x, idx: tuple) -> list[tuple[str, Any, int]]:
         elif isinstance(i, np.ndarray) and i.dtype == np.bool_:
             covered = x.shape[axis: axis + i.ndim]
             for k, (n, m) in enumerate(zip(covered, i.shape)):
-                if n != m:
+                if n != m and i.size:  # (numpy takes an empty mask as empty arrays anywhere)
                     raise IndexError(f"boolean index did not match indexed tensor along axis "
                                      f"{axis + k}; size of axis is {n} but size of "
                                      f"corresponding boolean axis is {m}")

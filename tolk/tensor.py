@@ -1571,8 +1571,12 @@ class Tensor:
         """numpy indexing. Basic: ints, slices (any step), None and Ellipsis give a view.
         Advanced: integer arrays (numpy arrays, lists, integer Tensors) and boolean masks
         give a new tensor, with numpy's rules (`tolk.indexing`: a bool Tensor mask is
-        realized, its nonzero() being data; integer Tensor indices stay lazy)."""
+        realized, its nonzero() being data; integer Tensor indices stay lazy). A 0-d integer
+        array or Tensor is an array to numpy: the int it holds, the result a new tensor."""
+        zero_d = any(_zero_d_int(i) for i in (idx if type(idx) is tuple else (idx,)))
         idx = _index_tuple(idx)
+        if zero_d and not any(_indexing.is_array_index(i) for i in idx):
+            return self[idx]._copy()  # the same place as an int's, not a view
         if any(_indexing.is_array_index(i) for i in idx):
             return _indexing.getitem(self, idx)
         if sum(1 for i in idx if i is Ellipsis) > 1:
@@ -2204,13 +2208,17 @@ def _split(shape) -> tuple[tuple[Sym, ...], int]:
             prod(d for d in shape if not isinstance(d, Sym)))
 
 
+def _zero_d_int(i) -> bool:
+    """Whether an index component is a 0-d integer tensor or array."""
+    return isinstance(i, (Tensor, np.ndarray)) and i.ndim == 0 and i.dtype.kind in "iu"
+
+
 def _index_tuple(idx) -> tuple:
-    """An index as a tuple, a 0-d integer tensor or array in it as the int it holds (as
-    numpy's ``a[np.array(1)]``)."""
+    """An index as a tuple, a 0-d integer tensor or array in it as the int it holds (the
+    place numpy's ``a[np.array(1)]`` reads or writes; a read is a copy, `__getitem__`)."""
     if not isinstance(idx, tuple):
         idx = (idx,)
-    return tuple(int(i) if isinstance(i, (Tensor, np.ndarray)) and i.ndim == 0
-                 and i.dtype.kind in "iu" else i for i in idx)
+    return tuple(int(i) if _zero_d_int(i) else i for i in idx)
 
 
 def _is_bound(x) -> bool:
