@@ -467,3 +467,28 @@ def test_an_empty_boolean_mask_selects_nothing_whatever_axis_it_meets_as_numpy()
     assert x.numpy().tolist() == a.tolist()
     with pytest.raises(IndexError, match="boolean index did not match"):
         x[np.zeros(2, bool)]
+
+
+def test_a_gather_from_a_view_reads_the_rows_it_names_in_one_kernel():
+    rng = np.random.default_rng(3)
+    a = rng.random((6, 5)).astype(np.float32)
+    x = Tensor(a).realize()
+    idx = np.array([4, 0, -1, 2, 2], np.int64)
+    views = [(lambda t: t[1:], lambda n: n[1:]), (lambda t: t.T, lambda n: n.T),
+             (lambda t: t[::-2], lambda n: n[::-2]), (lambda t: t[:, ::2].T, lambda n: n[:, ::2].T),
+             (lambda t: t.reshape(5, 6)[::-1], lambda n: n.reshape(5, 6)[::-1]),
+             (lambda t: t[2:3].expand(5, 5), lambda n: np.broadcast_to(n[2:3], (5, 5)))]
+    for view, ref in views:
+        want = ref(a)
+        i = idx[idx < want.shape[0]]
+        got = view(x)[Tensor(i)]
+        assert len(got.schedule_linear().src) == 1  # the view is no buffer of its own
+        assert np.array_equal(got.numpy(), want[i])
+        assert np.array_equal(view(x)[:, Tensor(np.array([1, 0]))].numpy(), want[:, [1, 0]])
+    with pytest.raises(IndexError, match="out of bounds"):
+        x.T[Tensor([9])].numpy()
+    y = Tensor(a.copy())
+    y[0] = y.T[Tensor([1])][0, :5] + y[:, 0].reshape(1, 6)[0, :5]  # a gather of a view of y
+    n = a.copy()
+    n[0] = n.T[[1]][0, :5] + n[:, 0][:5]
+    assert np.array_equal(y.numpy(), n)

@@ -811,7 +811,16 @@ def _row_indices(src: np.ndarray, idx) -> np.ndarray:
 
 def take_rows(src: np.ndarray, idx) -> np.ndarray:
     """``src[idx]`` along axis 0, as numpy's take: negative indices count from the end."""
-    return np.take(src, _row_indices(src, idx), axis=0)
+    idx = _row_indices(src, idx)
+    if _strided(src):  # numpy's take would copy the whole source first: the rows alone
+        return np.asarray(src)[idx]
+    return np.take(src, idx, axis=0)
+
+
+def _strided(src) -> bool:
+    """Whether `src` is an array numpy's take copies whole before it takes rows (a view that
+    is not C-contiguous: a column of a matrix, a transposed or reversed one)."""
+    return isinstance(src, np.ndarray) and not src.flags.c_contiguous
 
 
 def scatter_add(base, idx, values, dt: np.dtype, rounded=None) -> np.ndarray:
@@ -853,7 +862,9 @@ def take_into(out: np.ndarray, src: np.ndarray, idx) -> None:
     shares no memory with the operands, else through a temporary (what a store of it would
     copy); an index out of range raises before anything is written."""
     idx = _row_indices(src, idx)
-    if out.dtype == src.dtype and out.shape == idx.shape + src.shape[1:] \
+    if _strided(src):
+        np.copyto(out, src[idx], casting="unsafe")  # (the rows alone, as `take_rows`)
+    elif out.dtype == src.dtype and out.shape == idx.shape + src.shape[1:] \
             and not np.may_share_memory(out, src) and not np.may_share_memory(out, idx):
         np.take(src, idx, axis=0, out=out)  # (numpy checks every index before it writes)
     else:

@@ -18,8 +18,9 @@ Fusion rules. A node gets its own buffer (is *realized*, ending a kernel) when i
    third level of recomputed values nested in each other (each used by more kernels than the
    one that holds it), so that chains such as a residual stream are not recomputed from their
    start in every kernel that reads them;
-7. the source of a GATHER that is not already a whole buffer (it is read at data-dependent
-   places);
+7. the source of a GATHER that is not a buffer or a view of one (it is read at
+   data-dependent places: a computed value is computed whole first; a view is read where
+   the indices point, so ``x[:, idx]`` reads len(idx) columns, not a copy of x);
 8. the value of an assign that reads the buffer being written other than element for element
    through the written view (e.g. ``x[1:].assign(x[:-1])``): it is computed into a temporary
    first, so the store cannot corrupt what is still to be read.
@@ -107,8 +108,8 @@ class _Kernelizer:
                 self.realized[n] = None
             if n.op is Ops.COPY and not self.is_whole_buffer(n.src[0]):
                 self.realized[n.src[0]] = None
-            # a gather reads its source at data-dependent places: it must be a buffer
-            if n.op is Ops.GATHER and not self.is_whole_buffer(n.src[0]):
+            # a gather reads its source at data-dependent places: a buffer, or a view of one
+            if n.op is Ops.GATHER and not self.is_buffer_view(n.src[0]):
                 self.realized[n.src[0]] = None
         for n in self.nodes:
             if n.op is Ops.AFTER:
@@ -120,6 +121,12 @@ class _Kernelizer:
 
     def is_whole_buffer(self, x: UOp) -> bool:
         while x.op is Ops.RESHAPE:
+            x = x.src[0]
+        return x.op in _BASE_STATES or x in self.realized
+
+    def is_buffer_view(self, x: UOp) -> bool:
+        """Whether `x` is movement ops over a buffer state or a realized node."""
+        while x.op in GroupOp.Movement:
             x = x.src[0]
         return x.op in _BASE_STATES or x in self.realized
 
