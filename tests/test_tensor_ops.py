@@ -2605,6 +2605,58 @@ def test_after_a_failed_run_a_reader_of_a_later_state_is_not_taken_for_one_that_
     del bad
 
 
+def _i32(v):
+    return Tensor(np.array(v, np.int32))
+
+
+def _read(t):
+    try:
+        return t.numpy().tolist()
+    except (ValueError, IndexError) as e:
+        return type(e).__name__
+
+
+def test_after_a_failed_run_an_assign_that_ran_with_a_kept_reader_does_not_run_again():
+    b = _i32([1, 1, 1]).realize()
+    s = b * 2  # read before the assign: it runs, and the assign's value holds it
+    b += s
+    bad = b[_i32([3])]  # fails when it runs
+    with pytest.raises(IndexError):
+        b.realize(bad)
+    assert _read(b) == _read(b) == [3, 3, 3] and _read(s) == [2, 2, 2]
+    x = _i32([0, 1, 2, 3]).realize()
+    y = _i32([0, -3, -1, 4]).realize()
+    s = x + y
+    x.assign(y)
+    y.assign(s.maximum(x))
+    x.assign(_i32([4, -2, 0, 3]))
+    x.assign(x ** (s - s - 1))  # fails when it runs
+    reads = [_read(x) for _ in range(3)]
+    assert reads[1:] == [[4, -2, 0, 3]] * 2 and reads[0] in ("ValueError", [4, -2, 0, 3])
+    assert [_read(y) for _ in range(2)] == [[0, -2, 1, 7]] * 2
+
+
+def test_after_a_failed_run_an_assign_into_a_lazy_tensor_equal_to_one_that_ran_is_kept():
+    x = _i32([1, 2, 3, 4]).realize()
+    y = x + 0
+    z = x + 0  # the same graph as y's
+    bad = x ** (x - 2)  # fails when it runs
+    with pytest.raises(ValueError):
+        z.realize(bad)
+    y[0] = 9
+    v = y[1:]
+    v[0] = 8
+    assert _read(y) == [9, 8, 3, 4] and _read(z) == [1, 2, 3, 4]
+
+
+def test_a_failing_assign_after_one_whose_kernels_wrote_only_temporaries_is_dropped_once():
+    i, e = _i32([0, 0, 0, 0]), _i32([0, 1, 2, 3])
+    x = _i32([1, 2, 3, 4]).realize()
+    x.assign((e + 1)[i])
+    x.assign(x + (e ** (e - 1))[i])  # fails when it runs, after a temporary ran
+    assert [_read(x) for _ in range(3)] == ["ValueError", [1, 1, 1, 1], [1, 1, 1, 1]]
+
+
 def test_schedule_linear_shows_the_schedule_realize_runs_and_hooks_see_only_realizes():
     import tolk.callify as callify
 

@@ -538,9 +538,10 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
     that). Assigns are matched to the calls that write their buffer in order when there are
     as many calls as assigns (each its own kernel); otherwise a buffer a call which ran wrote
     is settled whole and one the failing call wrote first loses its oldest assign. Never run
-    twice, never left failing for good (each failure settles or drops an assign; when nothing
-    ran, a later assign of a buffer that reads what the failing call computes is dropped too;
-    when something ran, such a buffer stays failing). A computed
+    twice, never left failing for good (each failure settles or drops an assign; when no
+    assign or output was written (temporaries may have been), a later assign of a buffer that
+    reads what the failing call computes is dropped too; when one was, such a buffer stays
+    failing). A computed
     tensor (`outputs`: tensor, view of its buffer, buffer) whose writing calls all ran reads
     its buffer (it read states the run went on to overwrite); the others stay lazy.
     `interrupted`: no call failed (an interrupt came between calls `done - 1` and `done`):
@@ -553,6 +554,9 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
                 calls.append(i)
     doomed = set() if interrupted or done >= len(linear.src) else _doomed_calls(linear, done,
                                                                                finals)
+    # whether only temporaries ran: no call writing a buffer the program names
+    nothing_settled = not any(c < done for b in (*finals, *(b for _, _, b in outputs))
+                              for c in writers.get(b, ()))
     mapping: dict[UOp, UOp] = {}
     later: list[tuple[UOp, UOp]] = []  # doomed states past the next one: (state, the one before)
     for b, final in finals.items():
@@ -564,9 +568,9 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
         if len(calls) == len(chain):
             ran = sum(1 for c in calls if c < done)
             failed = ran < len(calls) and calls[ran] in doomed
-            if not failed and done == 0:  # a later writer doomed (it reads the failing call's
+            if not failed and nothing_settled:  # a later writer doomed (it reads the failing
                 j = next((j for j in range(ran + 1, len(calls)) if calls[j] in doomed), None)
-                if j is not None:  # temporary), when nothing ran: dropped too
+                if j is not None:  # call's temporary), when nothing was settled: dropped too
                     later.append((chain[j], chain[j - 1]))
         elif calls and calls[0] < done:
             ran, failed = len(chain), False
@@ -594,22 +598,27 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
     kept = {t.uop: _kept_copy(view, b) for t, view, b in ran}
     if ran:
         _after_run([(t, view) for t, view, _ in ran], {})
-    # the copies first, while the graphs still name the states they read: once rebased, a
-    # graph over a later state can equal one that ran over an earlier one (the same buffer)
+    # the copies and the settled states in one pass over the graphs as they are: rebased
+    # first, a graph over a later state could equal one that ran over an earlier state (the
+    # same buffer); copied first, a settled state rebuilt around a copy would no longer be a
+    # key of `mapping` (and would run again)
     if kept:
-        sub = _Substitution(kept)
+        sub = _Substitution({**kept, **mapping})
         for t in list(_lazy):
             old = t.uop
             new = sub(old)
             if new is not old:
                 t.uop = new
+                if _is_view_of_state(new):  # the graph of one that ran: a view of its copy
+                    _register_view(t)
         for state in _view_states():  # pending assigns whose values hold one of them
             if state.op is Ops.AFTER and (new := sub(state)) is not state:
                 for t in list(_views.pop(state, ())):
                     t.uop = sub(t.uop)
                     _register_view(t)
-                _note_pending(new)
-    if mapping:
+                if new.op is Ops.AFTER:  # (still pending)
+                    _note_pending(new)
+    if mapping:  # (what the pass above did not hold)
         _rebase(_Substitution(mapping))
     unwritten = {b for b in finals if not writers.get(b) or writers[b][0] > done}
     _detach_unrun(unwritten, [t for t, _, b in outputs if not written(b)])
