@@ -467,6 +467,12 @@ def test_an_empty_boolean_mask_selects_nothing_whatever_axis_it_meets_as_numpy()
     assert x.numpy().tolist() == a.tolist()
     with pytest.raises(IndexError, match="boolean index did not match"):
         x[np.zeros(2, bool)]
+    y = Tensor(np.zeros((2, 3, 4)))
+    for shape in ((5, 0), (0, 5), (1, 0), (0, 7, 0)):  # only a size-0 mask axis meets any axis
+        with pytest.raises(IndexError, match="boolean index did not match"):
+            y[np.zeros(shape, bool)]
+        with pytest.raises(IndexError, match="boolean index did not match"):
+            y[np.zeros(shape, bool)] = 5
 
 
 def test_a_gather_from_a_view_reads_the_rows_it_names_in_one_kernel():
@@ -487,6 +493,9 @@ def test_a_gather_from_a_view_reads_the_rows_it_names_in_one_kernel():
         assert np.array_equal(view(x)[:, Tensor(np.array([1, 0]))].numpy(), want[:, [1, 0]])
     with pytest.raises(IndexError, match="out of bounds"):
         x.T[Tensor([9])].numpy()
+    many = rng.integers(-5, 5, 40)  # more indices than rows: taken from a contiguous copy
+    assert np.array_equal(x.T[Tensor(many)].numpy(), a.T[many])
+    assert np.array_equal(x[::-1][:, Tensor(many)].numpy(), a[::-1][:, many])
     y = Tensor(a.copy())
     y[0] = y.T[Tensor([1])][0, :5] + y[:, 0].reshape(1, 6)[0, :5]  # a gather of a view of y
     n = a.copy()

@@ -3400,6 +3400,10 @@ def test_bfloat16_index_add_rounds_after_every_add_as_float16_does():
     h = Tensor(np.array([2048., 3.], np.float16))
     h = h.index_add(0, [0, 0], Tensor(np.ones(2, np.float16)))
     assert h.numpy().tolist() == [2048.0, 3.0]
+    many = Tensor(np.zeros(3, np.float32), dtype=dtypes.bfloat16)  # rounds of repeats
+    idx = np.r_[np.zeros(600, np.int64), np.ones(5, np.int64), [2, 2]]
+    got = many.index_add(0, idx, Tensor(np.ones(idx.size, np.float32), dtype=dtypes.bfloat16))
+    assert got.float().numpy().tolist() == [256.0, 5.0, 2.0]  # bfloat16 stops at 256 + 1
     rows = Tensor(np.array([[256., 3.], [1., 2.]], np.float32), dtype=dtypes.bfloat16)
     src = Tensor(np.array([[1., 1.], [1., 1.], [.5, .5]], np.float32), dtype=dtypes.bfloat16)
     assert rows.index_add(0, [0, 0, 1], src).float().numpy().tolist() == [[256, 5], [1.5, 2.5]]
@@ -3446,12 +3450,16 @@ def test_error_messages_name_the_source_the_fill_value_and_the_big_integer():
         Tensor([1.0]).index_add(0, [0], "a")
     with pytest.raises(TypeError, match="fill value .* bound Variable"):
         Tensor.full((2,), Variable("n", 0, 9).bind(3))
-    with pytest.raises(ValueError, match=f"integer {10**40} next to floats"):
+    with pytest.raises(ValueError, match=f"integer {10**40} does not fit 64 bits: write it as"):
         Tensor([True, False]).where(10**40, 2.0)
+    with pytest.raises(ValueError, match=f"integer {2**70} does not fit 64 bits$"):
+        Tensor([True, 2**70])
     with pytest.raises(IndexError, match="1180591620717411303424 is out of bounds"):
         Tensor([1.0]).index_add(0, [2**70], 1.0)
     with pytest.raises(IndexError, match="out of bounds"):
         Tensor([1.0])[[2**70, 0]]
+    with pytest.raises(IndexError, match=f"index {2**70} is out of bounds"):
+        Tensor([1.0])[[np.int64(0), 2**70]]
     x = Tensor(np.ones((4, 3), np.float32)).shard(("CPU:1", "CPU:2"), axis=0)
     with pytest.raises(ValueError, match=re.escape("shapes (4, 3) (sharded on axis 0) and (4, 2)")):
         x @ Tensor(np.ones((4, 2), np.float32))

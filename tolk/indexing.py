@@ -71,8 +71,8 @@ def host_indices(i: Any, kinds: str = "biu", what: str = "arrays used as indices
                                f"bits, got {i!r}: {e}"[:300]) from None
     if a.size == 0 and a.dtype.kind == "f" and not isinstance(i, np.ndarray):
         a = a.astype(np.int64)  # numpy reads an empty list as no integers (not a float array)
-    if a.dtype == object and all(isinstance(x, int) for x in a.flat):
-        big = next((x for x in a.flat if not -(1 << 63) <= x < 1 << 64), None)
+    if a.dtype == object and all(isinstance(x, (int, np.integer)) for x in a.flat):
+        big = next((x for x in a.flat if not -(1 << 63) <= int(x) < 1 << 64), None)
         if big is not None:
             raise IndexError(f"index {big} is out of bounds: {what} must fit 64 bits"[:300])
     if a.dtype.kind not in kinds:
@@ -132,7 +132,7 @@ def _components(x, idx: tuple) -> list[tuple[str, Any, int]]:
         elif isinstance(i, np.ndarray) and i.dtype == np.bool_:
             covered = x.shape[axis: axis + i.ndim]
             for k, (n, m) in enumerate(zip(covered, i.shape)):
-                if n != m and i.size:  # (numpy takes an empty mask as empty arrays anywhere)
+                if n != m and m != 0:  # (numpy lets a mask axis of size 0 meet any axis)
                     raise IndexError(f"boolean index did not match indexed tensor along axis "
                                      f"{axis + k}; size of axis is {n} but size of "
                                      f"corresponding boolean axis is {m}")

@@ -961,7 +961,7 @@ class Tensor:
     @_half_in_float32
     def sigmoid(self) -> Tensor:
         """1 / (1 + exp(-x)); 16-bit floats computed in float32 and rounded once (exp(-x)
-        overflows float16 below x = -11.1, where the result is still a normal float16)."""
+        overflows float16 below x = -11.1, where float16 still holds the result)."""
         return (1 + (-self._float()).exp()).reciprocal()
 
     def relu(self) -> Tensor:
@@ -2557,8 +2557,9 @@ def _wide_ints(data: Any, arr: np.ndarray) -> np.ndarray:
         if arr.dtype == object:
             big = [x for x in leaves if isinstance(x, int) and not -(1 << 63) <= x < 1 << 64]
             if big and all(isinstance(x, (int, float, np.number)) for x in leaves):
-                raise ValueError(f"integer {big[0]} next to floats does not fit 64 bits: write "
-                                 f"it as a float ({float(big[0])!r})"[:200])
+                hint = (f": write it as a float ({float(big[0])!r})"
+                        if any(isinstance(x, (float, np.floating)) for x in leaves) else "")
+                raise ValueError(f"integer {big[0]} does not fit 64 bits{hint}"[:200])
             raise TypeError(f"cannot make a tensor from ragged or mixed data {data!r}"[:200])
         return arr
     lo, hi = int(min(leaves)), int(max(leaves))

@@ -812,15 +812,17 @@ def _row_indices(src: np.ndarray, idx) -> np.ndarray:
 def take_rows(src: np.ndarray, idx) -> np.ndarray:
     """``src[idx]`` along axis 0, as numpy's take: negative indices count from the end."""
     idx = _row_indices(src, idx)
-    if _strided(src):  # numpy's take would copy the whole source first: the rows alone
+    if _strided(src, idx):  # numpy's take would copy the whole source first: the rows alone
         return np.asarray(src)[idx]
     return np.take(src, idx, axis=0)
 
 
-def _strided(src) -> bool:
+def _strided(src, idx: np.ndarray) -> bool:
     """Whether `src` is an array numpy's take copies whole before it takes rows (a view that
-    is not C-contiguous: a column of a matrix, a transposed or reversed one)."""
-    return isinstance(src, np.ndarray) and not src.flags.c_contiguous
+    is not C-contiguous: a column of a matrix, a transposed or reversed one) and `idx` names
+    fewer rows than it has (many rows are faster taken from that contiguous copy)."""
+    return isinstance(src, np.ndarray) and not src.flags.c_contiguous \
+        and idx.size < src.shape[0]
 
 
 def scatter_add(base, idx, values, dt: np.dtype, rounded=None) -> np.ndarray:
@@ -852,9 +854,13 @@ def _add_rounded(out: np.ndarray, idx: np.ndarray, values: np.ndarray, rounded) 
     rows = flat[order]
     first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])  # where each row's run starts
     rank = np.arange(rows.size) - np.repeat(first, np.diff(np.r_[first, rows.size]))
-    for k in range(int(rank.max()) + 1 if rank.size else 0):
-        at = order[rank == k]
+    by_round = order[np.argsort(rank, kind="stable")]  # the adds, round after round
+    ends = np.cumsum(np.bincount(rank)) if rank.size else ()
+    start = 0
+    for end in ends:  # (one numpy step a round: as many as one row's repeats)
+        at = by_round[start:end]
         out[flat[at]] = rounded(out[flat[at]] + vals[at])
+        start = end
 
 
 def take_into(out: np.ndarray, src: np.ndarray, idx) -> None:
@@ -862,7 +868,7 @@ def take_into(out: np.ndarray, src: np.ndarray, idx) -> None:
     shares no memory with the operands, else through a temporary (what a store of it would
     copy); an index out of range raises before anything is written."""
     idx = _row_indices(src, idx)
-    if _strided(src):
+    if _strided(src, idx):
         np.copyto(out, src[idx], casting="unsafe")  # (the rows alone, as `take_rows`)
     elif out.dtype == src.dtype and out.shape == idx.shape + src.shape[1:] \
             and not np.may_share_memory(out, src) and not np.may_share_memory(out, idx):
