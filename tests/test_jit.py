@@ -1190,3 +1190,42 @@ def test_a_closure_tensor_that_was_the_input_at_capture_is_still_checked_by_name
     cfg = [Tensor(np.ones(3, np.float32))]  # noqa: F841 (another kind of container)
     with pytest.raises(JitError, match="cfg\\['w'\\]"):
         g(Tensor(np.ones(3, np.float32)))
+
+
+def test_a_replay_or_capture_whose_kernel_fails_still_lands_the_functions_other_assigns():
+    def i32(v):
+        return Tensor(np.array(v, np.int32))
+
+    def step(a, b, e):
+        b += 1
+        a.assign(a ** e)  # fails when it runs where e holds a negative
+        return a + b
+
+    results = []
+    for capturing_on in (1, 0):  # the jit as a plain call would settle it
+        with Context(CAPTURING=capturing_on):
+            f = tolk.jit(step)
+            a, b = i32([1, 2, 3]).realize(), i32([0, 0, 0]).realize()
+            for ev in ([1, 1, 1], [1, 1, 1], [1, 1, 1], [1, -1, 1]):  # 4th: a failing replay
+                try:
+                    f(a, b, i32(ev)).realize()
+                except ValueError:
+                    results.append("raised")
+            results.append((a.numpy().tolist(), b.numpy().tolist()))
+    assert results == ["raised", ([1, 2, 3], [4, 4, 4])] * 2
+
+    keep = []
+
+    @tolk.jit
+    def g(a, e):
+        a.assign(a ** e)
+        y = a * 3
+        y.realize()  # realized inside, kept outside
+        keep.append(y)
+        return a + 1
+
+    a = i32([1, 2, 3]).realize()
+    g(a, i32([1, 1, 1]))
+    with pytest.raises(ValueError, match="negative integer powers"):
+        g(a, i32([1, -1, 1]))  # the capture call: its run fails
+    assert a.numpy().tolist() == [1, 2, 3] and keep[-1].numpy().tolist() == [3, 6, 9]
