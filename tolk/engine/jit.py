@@ -49,12 +49,9 @@ before the capture, so a replay reads the value they hold (a lazy tensor reached
 as an attribute or inside a function it calls, is computed from what its sources hold at
 each replay). A capture that
 raises runs what the function had realized before the error, as a plain call would have,
-and the next call captures again. Where a kernel of the plan raises (at the capture's run or
-a replay), the later kernels that do not need what it would have written still run, then
-the error is raised: the function's other assigns land and its failing one is dropped, as a
-plain call settles them (an interrupt stops at once). A jitted function called while
-another one captures (in the same thread) runs as plain code: its schedules join the outer
-capture. With ``CAPTURING=0`` every call runs the function as plain code.
+and the next call captures again. A jitted function called while another one captures (in
+the same thread) runs as plain code: its schedules join the outer capture. With
+``CAPTURING=0`` every call runs the function as plain code.
 """
 
 from __future__ import annotations
@@ -142,43 +139,6 @@ _LEFT_OUT = object()  # a parameter left to its default (`CapturedJit._arguments
 
 
 _PLAIN = (int, str, bool, type(None))
-
-
-def _states_written(linear: UOp, first_new: int) -> set[UOp]:
-    """The buffers a captured plan writes that existed before the capture (inputs and closure
-    tensors updated in place): states of the program, not its temporaries or outputs."""
-    from tolk.callify import call_writes
-
-    return {b for c in linear.src for b in call_writes(c)
-            if b.op is Ops.BUFFER and 0 <= b.arg[0] <= first_new}
-
-
-def _doomed_calls(linear: UOp, failed: int, states: set[UOp]) -> set[int]:
-    from tolk.callify import _doomed_calls as doomed
-
-    return doomed(linear, failed, dict.fromkeys(states))
-
-
-def _run_settling(linear: UOp, var_vals: dict[str, int], states: set[UOp]) -> None:
-    """`run_linear`; where a kernel raises, the later calls that do not read what it (or a call
-    left out for it) would have written run all the same, then the first error is raised: the
-    function's other assigns land, as a plain call settles them (its failing assign dropped,
-    what reads that buffer reading the value before). An interrupt stops at once."""
-    todo = list(range(len(linear.src)))
-    first = None
-    while todo:
-        try:
-            run_linear(UOp(Ops.LINEAR, src=tuple(linear.src[i] for i in todo)), var_vals)
-            break
-        except Exception as e:
-            k = getattr(e, "calls_done", None)
-            if not getattr(e, "call_failed", False) or not isinstance(k, int):
-                raise
-            first = first or e
-            doomed = _doomed_calls(linear, todo[k], states)
-            todo = [i for i in todo[k + 1:] if i not in doomed]
-    if first is not None:
-        raise first
 
 
 class _Constant:
@@ -341,7 +301,6 @@ class CapturedJit:
         self.in_index: dict[UOp, int] = {}
         self.in_alias: tuple[int, ...] = ()
         self.written_in: set[int] = set()  # the inputs some captured call writes
-        self.states: set[UOp] = set()  # the buffers it writes that existed before the capture
         self.const_outs: set[UOp] = set()  # made from host data in the function: copied
         self.kept_outs: set[UOp] = set()  # closure tensors' buffers returned: kept
         self.fixed: set[UOp] = set()  # the buffers the plan binds itself (closure tensors)
@@ -538,9 +497,7 @@ class CapturedJit:
         held = [*in_bufs, *self.out_bufs]
         self.linear = memory_plan_rewrite(linear, held)
         self.initial = self._initial_contents(first_new)
-        self.states = _states_written(self.linear, first_new)
-        _run_settling(self.linear, {**cap.var_vals, **{b.name: _var_value(b) for b in binds}},
-                      self.states)
+        run_linear(self.linear, {**cap.var_vals, **{b.name: _var_value(b) for b in binds}})
         self._refuse_random_draws(first_new)
         self._compile(in_bufs, first_new)
         # the globals and closure tensors whose buffers the plan binds: a replay must find the
@@ -683,21 +640,12 @@ class CapturedJit:
             for b, data in self.initial.items():  # host data made inside, written by the plan
                 if b in self.fixed:
                     np.copyto(buffer_storage(b), data)
-            failed, doomed = None, set()
-            for i, (kernel, specs) in enumerate(self.plan):
-                if i in doomed:
-                    continue
+            for kernel, specs in self.plan:
                 bufs = [s[1] if s[0] == "fixed" else spaces[s[0]][s[1]] for s in specs]
-                try:
-                    if kernel is None:
-                        np.copyto(bufs[0], bufs[1].view(bufs[0].dtype))
-                    else:
-                        kernel.run(bufs, var_vals)
-                except Exception as e:  # the calls that do not need what it would have
-                    failed = failed or e  # written still run (`_run_settling`)
-                    doomed |= _doomed_calls(self.linear, i, self.states)
-            if failed is not None:
-                raise failed
+                if kernel is None:
+                    np.copyto(bufs[0], bufs[1].view(bufs[0].dtype))
+                else:
+                    kernel.run(bufs, var_vals)
         new_binds = {b.name: b.uop for b in binds}
         fresh = []
         new_of = dict(zip(self.out_bufs, new_bufs))
