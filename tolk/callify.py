@@ -21,7 +21,10 @@ every older state of that buffer *superseded*. Invariants:
   supersedes them; where no order exists (one expression reads a buffer both before and
   after an assign), the superseded states are copied first (`_copy_old_states`);
 - a view of a lazy tensor is realized through that tensor, so views made before a realize
-  stay views of its buffer (numpy's aliasing), and a write through them reaches it.
+  stay views of its buffer (numpy's aliasing), and a write through them reaches it;
+- a lazy tensor built over a realized one (``z = y + 1``, then ``y`` realized) reads its
+  buffer, not its graph, from then on (`_reuse_outputs`: within a bound on the walk), so `y`
+  is not computed again; a tensor that merely equals `y` stays a tensor of its own.
 
 Threads. Realizes and assigns run one at a time, whatever thread asks (`state_lock`), and
 views and lazy tensors are registered under `registry_lock`: threads may read one tensor, its
@@ -52,7 +55,7 @@ from tolk.schedule import (LinearStats, buffers_of, create_linear_for_program, l
                            remember_program_form)
 from tolk.tensor import (IdentityWeakSet, Tensor, _base_and_chain, _family_of, _join, _lazy,
                          _view_states, _views, register_view, registry_lock)
-from tolk.uop.form import form_of, leaves, may_bind
+from tolk.uop.form import form_of, leaves, links_of, may_bind
 from tolk.uop.ops import GroupOp, Ops, UOp, node_cache
 from tolk.uop.shape import device_of, max_numel, shape_of, shape_syms
 
@@ -88,16 +91,21 @@ def _register_view(t: Tensor) -> None:
 
 class _Substitution:
     """``graph.substitute(mapping)`` for many graphs, sharing one memo (BIND nodes are kept
-    whole: the value bound is a number, never a state or an output). `mapping` may grow
-    between calls as long as no graph substituted before contains a key added later."""
+    whole: the value bound is a number, never a state or an output; so are the ops in `keep`).
+    `mapping` may grow between calls as long as no graph substituted before contains a key
+    added later. With a `budget`, a call that would walk more new nodes than are left of it
+    raises `_OverBudget` (what earlier calls substituted stays valid)."""
 
-    def __init__(self, mapping: dict[UOp, UOp]):
+    def __init__(self, mapping: dict[UOp, UOp], keep: frozenset = frozenset({Ops.BIND}),
+                 budget: int | None = None):
         self.mapping = mapping
         self.out: dict[UOp, UOp] = {}
+        self.keep = keep
+        self.left = budget
 
     def __call__(self, u: UOp, keep_root: bool = False) -> UOp:
         """`u` substituted; with `keep_root`, `u` itself is rebuilt even if it is a key."""
-        mapping, out = self.mapping, self.out
+        mapping, out, keep = self.mapping, self.out, self.keep
         if not mapping:
             return u
         if u in mapping and not keep_root:
@@ -106,17 +114,29 @@ class _Substitution:
             return out[u]
 
         def enter(n: UOp) -> bool:  # a BIND's value is a number, not a graph to substitute in
-            return n is u or (n not in mapping and n not in out and n.op is not Ops.BIND)
+            return n is u or (n not in mapping and n not in out and n.op not in keep)
 
-        for n in u.toposort(enter=enter):
+        def counted(n: UOp) -> bool:
+            if not enter(n):
+                return False
+            self.left -= 1
+            if self.left < 0:
+                raise _OverBudget
+            return True
+
+        for n in u.toposort(enter=enter if self.left is None else counted):
             if n is not u and (n in mapping or n in out):
                 continue
-            if n.op is Ops.BIND:
+            if n.op in keep:
                 out[n] = n
                 continue
             src = tuple(mapping[s] if s in mapping else out[s] for s in n.src)
             out[n] = n if src == n.src else UOp(n.op, n.dtype, src, n.arg)
         return out[u]
+
+
+class _OverBudget(Exception):
+    """A bounded `_Substitution` walked as many nodes as it was given."""
 
 
 def _parent_of(t: Tensor) -> Tensor | None:
@@ -147,18 +167,8 @@ def _root_now(t: Tensor) -> Tensor:
     fam = t._parent
     if fam is None or fam() is not None or t not in _lazy:
         return t
-    while fam.up is not None:  # the topmost dead family
-        fam = fam.up
     base = _base_and_chain(t.uop)
-    kin, todo = [], [fam]
-    while todo:  # its live members, theirs and those of the families below it
-        f = todo.pop()
-        todo += [sub for r in f.subs if (sub := r()) is not None]
-        for v in f.kids:
-            if v._parent is f and v in _lazy and _base_and_chain(v.uop) is base:
-                kin.append(v)
-                if v._kids is not None:
-                    todo.append(v._kids)
+    kin = [v for v in _dead_kin(fam) if _base_and_chain(v.uop) is base]
     if len(kin) < 2:
         return t
     root = Tensor(base)
@@ -377,7 +387,7 @@ def _realize_now(tensors, run: bool = True, _split: bool = True, _retry: bool = 
     form = None if pending or not roots or not SCACHE.value else program_form(*roots, tag=_REALIZE)
     known = program_by_form(form[0]) if form is not None else None
     if known is not None:  # a program realized before: no walk (and no AFTER, so no closure)
-        key, order = known
+        key, order = known[0], known[1]
         bufs, binds = form[1], form[2]
         if CHECK_FORMS:
             _check_form_hit(key, bufs, binds, roots)
@@ -408,12 +418,16 @@ def _realize_now(tensors, run: bool = True, _split: bool = True, _retry: bool = 
                 return realize(asked, run, _split, _retry=False)
     return _realize_taking(asked, tensors, computed, pending, key, bufs, binds,
                            nodes if known is None else None, finals, form, _split, start, run,
-                           known is not None)
+                           known is not None, known[2] if known is not None else 0)
 
 
 def _realize_taking(asked, tensors, computed, pending, key, bufs, binds, nodes, finals, form,
-                    _split: bool, start: float, run: bool = True, known: bool = False):
-    """The rest of `realize`, its closure found: `asked` and what it took along (`tensors`)."""
+                    _split: bool, start: float, run: bool = True, known: bool = False,
+                    size: int = 0):
+    """The rest of `realize`, its closure found: `asked` and what it took along (`tensors`);
+    `size`: the nodes of the graph when `known` (a program found by its form: no `nodes`)."""
+    if nodes is not None:
+        size = len(nodes)
     if not known:
         if run and _split and _binds_disagree(binds) and _realize_apart(asked, tensors, nodes):
             return realize(asked, _split=False)  # what was taken along ran first
@@ -423,7 +437,8 @@ def _realize_taking(asked, tensors, computed, pending, key, bufs, binds, nodes, 
         computed = _inner_first(computed, nodes)
         if form is not None:
             if form[1] == bufs and form[2] == binds:
-                remember_program_form(form[0], (key, tuple([given[id(t)] for t in computed])))
+                remember_program_form(form[0], (key, tuple([given[id(t)] for t in computed]),
+                                                len(nodes)))
             elif CHECK_FORMS:
                 raise AssertionError("the leaves of a form differ from program_key's")
     out_bufs = [_out_buffer(t) for t in computed]
@@ -456,7 +471,8 @@ def _realize_taking(asked, tensors, computed, pending, key, bufs, binds, nodes, 
                                [(t, _out_view(t, b), b) for t, b in zip(computed, out_bufs)],
                                interrupted=not getattr(e, "call_failed", False))
         raise
-    _after_run([(t, _out_view(t, b)) for t, b in zip(computed, out_bufs)], finals)
+    _after_run([(t, _out_view(t, b)) for t, b in zip(computed, out_bufs)], finals,
+               size + 64)
     return None
 
 
@@ -471,11 +487,17 @@ def _check_form_hit(key, bufs: list[UOp], binds: list[UOp], roots: tuple[UOp, ..
                              f"{len(v)} binds by program_key, {len(bufs)} and {len(binds)} by form")
 
 
-def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
+def _after_run(outputs, finals: dict[UOp, UOp], reuse: int = 0) -> None:
     """Point the outputs (``(tensor, view of its buffer)`` pairs) at their buffers, and every
-    live graph that read a realized final state or a realized output's view at the buffer."""
+    live graph that read a realized final state or a realized output's view at the buffer.
+    With `reuse` (a budget of nodes to walk), lazy tensors made after an output that compute
+    it read its buffer too (`_reuse_outputs`)."""
     rebase = []  # lazy views of an output: (view, output's node, output's buffer view)
     with registry_lock:  # (views made meanwhile are either rebased here or views of buffers)
+        later = _made_after([t for t, _ in outputs]) if reuse else []
+        olds: dict[UOp, UOp] = {}
+        for t, view in outputs:
+            olds.setdefault(t.uop, view)
         for t, view in outputs:
             fam = t._kids
             if fam is not None:
@@ -490,8 +512,124 @@ def _after_run(outputs, finals: dict[UOp, UOp]) -> None:
                 sub = subs[id(view)] = _Substitution({old: view})
             t.uop = sub(t.uop)
             _register_view(t)
+        if later:
+            _reuse_outputs(olds, later, reuse)
     if finals:
         _rebase(_Substitution({f: b for b, f in finals.items()}))
+
+
+def _made_after(outputs: list[Tensor]) -> list[Tensor]:
+    """The live lazy tensors made after the first made of `outputs` (`_lazy` keeps the order
+    they were made in)."""
+    ids = {id(t) for t in outputs}
+    lazies = list(_lazy)
+    for i, t in enumerate(lazies):
+        if id(t) in ids:
+            return [t for t in lazies[i + 1:] if id(t) not in ids]
+    return []
+
+
+def _reuse_outputs(olds: dict[UOp, UOp], later: list[Tensor], budget: int) -> None:
+    """Each lazy tensor of `later` whose graph holds a realized output's old graph (a key of
+    `olds`: ``z = y + 1``, then ``y`` realized) reads the output's buffer (the value of `olds`)
+    there from now on, so its realize does not compute the output again: as much of the work
+    as the output's own graph, and its value exactly (16-bit intermediates rounded as stored).
+
+    Only tensors made after the output can hold its graph (a graph built earlier that equals
+    a part of it is missed: it computes it again, as before). A tensor is walked only if its
+    leaf links reach an output's (`tolk.uop.form`: a graph that holds a node holds its links;
+    far fewer than its nodes), and the walks keep pending assigns (AFTER) whole and stop after
+    `budget` links and nodes in all (what is left computes it again), so a realize pays for
+    this about as much as for its own graph. A tensor equal to an output, a view of a lazy
+    tensor (it moves with that tensor, with its other views) and one that would become a view
+    of the output's buffer (it would alias it) are left as they are. Called under
+    `registry_lock`."""
+    targets: set[int] | None = set()
+    for old in olds:
+        if form_of(old) is None:
+            targets = None  # (no links to look for: every tensor is walked)
+            break
+        if (links := links_of(old)) is not None:
+            targets.add(id(links))
+    if targets is not None and not targets:
+        return  # outputs over no buffer: nothing to find
+    sub = _Substitution(olds, frozenset({Ops.BIND, Ops.AFTER}), budget)
+    clean: set[int] = set()  # links whose whole walk met no target
+    seen: set[int] = set()
+    try:
+        for c in later:
+            if id(c) in seen or c not in _lazy or c.uop in olds or \
+                    (targets is not None and not _reaches(c.uop, targets, clean, sub)):
+                continue
+            kin = _kin(c)
+            seen.update(id(t) for t in kin)
+            if not kin or any(t.uop in olds for t in kin):
+                continue
+            new = [sub(t.uop) for t in kin]
+            if not any(_is_view_of_state(u) for u in new):
+                for t, u in zip(kin, new):
+                    t.uop = u
+    except _OverBudget:
+        pass
+
+
+def _reaches(u: UOp, targets: set[int], clean: set[int], sub: _Substitution) -> bool:
+    """Whether the leaf links of `u` reach one whose id is in `targets` (a walk of the links
+    not in `clean`, each step taken from `sub`'s budget; those of a walk that found none join
+    `clean`). Without a form, True (the caller walks the graph)."""
+    if form_of(u) is None:
+        return True
+    top = links_of(u)
+    if top is None:
+        return False
+    stack, walked = [top], []
+    while stack:
+        x = stack.pop()
+        k = id(x)
+        if k in targets:
+            clean.difference_update(walked)
+            return True
+        if k in clean:
+            continue
+        clean.add(k)  # (taken back below if a target is found: not clean)
+        walked.append(k)
+        sub.left -= 1
+        if sub.left < 0:
+            clean.difference_update(walked)
+            raise _OverBudget
+        if type(x) is tuple:
+            stack.extend(x)
+    return False
+
+
+def _kin(t: Tensor) -> list[Tensor]:
+    """The live lazy tensors whose graphs must change with lazy `t`'s for its views to stay
+    views of what they view: `t` and its views, or, for a view of a dropped tensor, every
+    view of it (`_root_now`'s kin, all of them); empty for a view of a live tensor (it
+    changes with that one)."""
+    ref = t._parent
+    if ref is None:
+        fam = t._kids
+        return [t] + ([v for v in fam.kids if v._parent is fam and v in _lazy]
+                      if fam is not None else [])
+    return [] if ref() is not None else _dead_kin(ref)
+
+
+def _dead_kin(fam) -> list[Tensor]:
+    """The live lazy members of the topmost dead family above `fam` (a dead tensor's), theirs
+    and those of the families below it."""
+    while fam.up is not None:
+        fam = fam.up
+    kin, todo = [], [fam]
+    while todo:
+        f = todo.pop()
+        todo += [sub for r in f.subs if (sub := r()) is not None]
+        for v in f.kids:
+            if v._parent is f and v in _lazy:
+                kin.append(v)
+                if v._kids is not None:
+                    todo.append(v._kids)
+    return kin
 
 
 def _rebase(sub: _Substitution) -> None:

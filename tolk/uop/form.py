@@ -33,7 +33,7 @@ from typing import Any
 
 from tolk.uop.ops import Ops, UOp, _Ref, _remove_dead_weakref, claim_entry
 
-__all__ = ["Form", "form_of", "leaves", "may_bind", "AFTER", "BINDS"]
+__all__ = ["Form", "form_of", "leaves", "links_of", "may_bind", "AFTER", "BINDS"]
 
 AFTER, BINDS = 1, 2  # Form.flags: an AFTER (a pending write) / a BIND is in the graph
 
@@ -185,6 +185,14 @@ def form_of(u: UOp) -> Form | UOp | None:
                     _make(n)
         f = u._form
     return u if f is _FREE else None if f is _NONE else f
+
+
+def links_of(u: UOp) -> Any:
+    """`u`'s leaf links (`u` has a form): None when no BUFFER or BIND is below it, the node
+    itself for a BUFFER or BIND, else a leaf or a tuple of links. A graph holding a node holds
+    that node's links: an object, a tuple met once per node where leaves meet."""
+    links = u._links
+    return u if links is _LEAF else links
 
 
 def may_bind(u: UOp) -> bool:

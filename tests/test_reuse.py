@@ -1,0 +1,219 @@
+"""A realized tensor's value is reused by the lazy tensors that were built over it.
+
+``z = y + 1`` built before ``y.realize()`` reads y's buffer afterwards instead of computing y
+again (`tolk.callify._reuse_outputs`), with aliasing, assigns, views and jit captures as
+they were.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tolk.callify as callify
+from tolk import Tensor, dtypes, jit
+from tolk.uop.ops import Ops
+
+
+def _kernels_of(fn):
+    """The ASTs of the kernels `fn()` runs (through the schedule hook)."""
+    seen = []
+
+    def hook(linear, var_vals, seconds, stats):
+        seen.extend(call.src[0] for call in linear.src)
+
+    callify.schedule_hooks.append(hook)
+    try:
+        fn()
+    finally:
+        callify.schedule_hooks.remove(hook)
+    return seen
+
+
+def _reduces(asts) -> int:
+    return sum(1 for a in asts for n in a.toposort() if n.op is Ops.REDUCE_AXIS)
+
+
+def _buffer(t: Tensor):
+    u = t.uop
+    while u.op is not Ops.BUFFER:
+        u = u.src[0]
+    return u
+
+
+def _reads(t: Tensor, buf) -> bool:
+    return any(n is buf for n in t.uop.toposort())
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (1, 1), (0, 3)])
+def test_a_tensor_built_over_one_realized_later_reads_its_buffer(shape):
+    rng = np.random.default_rng(1)
+    xn = rng.random(shape, dtype=np.float32)
+    x = Tensor(xn)
+    y = (x @ x.T).exp()  # a reduce: computing it again would show as a second one
+    z = y + 1
+    w = z.sum()  # a view of a dropped tensor (the reduce before its reshape)
+    y.realize()
+    buf = _buffer(y)
+    assert _reads(z, buf) and _reads(w, buf)
+    ref = np.exp(xn @ xn.T)
+    asts = _kernels_of(w.realize)
+    assert _reduces(asts) == 1  # the sum only
+    np.testing.assert_allclose(w.numpy(), (ref + 1).sum(), rtol=1e-5)
+    np.testing.assert_allclose(z.numpy(), ref + 1, rtol=1e-6)
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-6)
+
+
+def test_a_16_bit_tensor_reused_gives_exactly_the_value_read_back():
+    xn = np.linspace(-3, 3, 64, dtype=np.float32).reshape(8, 8)
+    x = Tensor(xn).cast(dtypes.float16)
+    y = (x * 1.37).exp()
+    z = y.cast(dtypes.float32) * 1.0
+    y.realize()
+    assert np.array_equal(z.numpy(), y.numpy().astype(np.float32))
+
+
+def test_the_views_of_a_tensor_move_with_it_and_stay_its_views():
+    x = Tensor(np.arange(6, dtype=np.float32))
+    y = x * 2
+    z = y + 1
+    zv = z[1:4]  # a lazy view of z: realized through z, it stays a view of z's buffer
+    y.realize()
+    assert _reads(z, _buffer(y)) and _reads(zv, _buffer(y))
+    assert zv.numpy().tolist() == [3, 5, 7]
+    zv[...] = 0  # a write through the view reaches z
+    assert z.numpy().tolist() == [1, 0, 0, 0, 9, 11]
+    assert y.numpy().tolist() == [0, 2, 4, 6, 8, 10]
+
+
+def test_an_equal_tensor_built_on_its_own_is_no_alias_of_the_realized_one():
+    x = Tensor(np.arange(4, dtype=np.float32))
+    a = x * 2
+    b = x * 2  # the same graph (one node), another tensor
+    bv = (x * 2)[1:]  # a view of a dropped tensor of that graph
+    a.realize()
+    assert b.uop is not a.uop and not _reads(bv, _buffer(a))
+    a[...] = 9
+    a.assign(a + 1)
+    assert a.numpy().tolist() == [10] * 4
+    assert b.numpy().tolist() == [0, 2, 4, 6] and bv.numpy().tolist() == [2, 4, 6]
+    b[0] = 5  # and b's own buffer is not a's
+    assert a.numpy().tolist() == [10] * 4 and b.numpy().tolist() == [5, 2, 4, 6]
+
+
+def test_a_later_write_into_the_realized_tensor_leaves_the_readers_values():
+    x = Tensor(np.arange(4, dtype=np.float32))
+    y = x * 3
+    z = y + 1
+    zz = z * 2
+    y.realize()
+    assert _reads(z, _buffer(y))
+    y.assign(y * 0)  # z and zz read y's old value: realized before it is overwritten
+    y[1] = 7
+    assert y.numpy().tolist() == [0, 7, 0, 0]
+    assert z.numpy().tolist() == [1, 4, 7, 10] and zz.numpy().tolist() == [2, 8, 14, 20]
+
+
+def test_a_pending_assign_over_the_output_is_left_whole_and_runs_once():
+    x = Tensor(np.arange(4, dtype=np.float32))
+    y = x + 1
+    t = Tensor(np.zeros(4, np.float32)).realize()
+    t.assign(y * 2)  # a pending assign whose value computes y
+    r = t + y  # reads the pending state (an AFTER, kept whole) and y
+    y.realize()
+    assert _reads(r, _buffer(y))
+    assert r.numpy().tolist() == [3, 6, 9, 12]
+    assert t.numpy().tolist() == [2, 4, 6, 8]
+    t.assign(t + 1)
+    assert t.numpy().tolist() == [3, 5, 7, 9]
+
+
+def test_tensors_made_before_the_output_are_not_walked():
+    x = Tensor(np.ones(4, np.float32))
+    before = x * 5 + 3  # made before y: not walked (it holds y's graph, as an equal one)
+    y = x * 5
+    after = y + 2
+    after_old = after.uop
+    walked = []
+    sub = callify._Substitution
+
+    class Counting(sub):
+        def __call__(self, u, keep_root=False):
+            if self.left is not None:
+                walked.append(u)
+            return sub.__call__(self, u, keep_root)
+
+    callify._Substitution = Counting
+    try:
+        y.realize()
+    finally:
+        callify._Substitution = sub
+    assert any(u is after_old for u in walked) and all(u is not before.uop for u in walked)
+    assert before.numpy().tolist() == [8] * 4 and after.numpy().tolist() == [7] * 4
+    assert not _reads(before, _buffer(y))
+
+
+def test_the_walk_stops_at_its_budget_and_what_it_left_still_computes_right():
+    x = Tensor(np.full(4, 0.5, np.float32))
+    y = x * 2  # a small graph: a small budget (4 * its nodes + 256)
+    big = y
+    for _ in range(3000):  # a lazy graph over y past the budget
+        big = big * 1.0 + 0.0
+    near = y + 1  # made after the big one: the walk has stopped before it
+    y.realize()
+    assert not _reads(big, _buffer(y)) and not _reads(near, _buffer(y))
+    assert big.numpy().tolist() == [1.0] * 4 and near.numpy().tolist() == [2.0] * 4
+
+
+def test_a_jitted_function_that_realizes_a_part_and_uses_it_later():
+    leaked = []
+
+    @jit
+    def f(x):
+        y = (x @ x).exp()
+        z = y + 1
+        y.realize()
+        leaked.append(z)  # a lazy tensor kept past the call, over y's buffer
+        return z * 2, y
+
+    rng = np.random.default_rng(0)
+    refs = []
+    for _ in range(4):
+        xn = rng.random((6, 6), dtype=np.float32) * 0.1
+        w, y = f(Tensor(xn))
+        ref = np.exp(xn @ xn)
+        refs.append(ref)
+        np.testing.assert_allclose(w.numpy(), (ref + 1) * 2, rtol=1e-5)
+        np.testing.assert_allclose(y.numpy(), ref, rtol=1e-5)
+    for z, ref in zip(leaked, refs):  # each kept its own call's value
+        np.testing.assert_allclose(z.numpy(), ref + 1, rtol=1e-5)
+
+
+def test_many_lazy_graphs_over_the_same_buffers_cost_a_realize_at_most_its_budget():
+    x = Tensor(np.ones((4, 4), np.float32)).realize()
+    outs = []
+    for i in range(60):  # each reads x through its own chain: none holds another's graph
+        h = x
+        for _ in range(8):
+            h = (h @ x) * 0.25 + i
+        outs.append(h)
+    subs = []
+    sub = callify._Substitution
+
+    class Kept(sub):
+        def __init__(self, *a, **k):
+            sub.__init__(self, *a, **k)
+            if self.left is not None:
+                subs.append((self, self.left))
+
+    callify._Substitution = Kept
+    try:
+        for o in outs[:10]:
+            o.realize()
+    finally:
+        callify._Substitution = sub
+    assert len(subs) == 10
+    for s, budget in subs:  # each realize's walks took no more than its budget (+1: the stop)
+        assert budget < 200 and s.left >= -1
+    for i, o in enumerate(outs):
+        np.testing.assert_allclose(o.numpy(), np.full((4, 4), 1 + 8 * i), rtol=1e-6)
