@@ -91,21 +91,20 @@ def _register_view(t: Tensor) -> None:
 
 class _Substitution:
     """``graph.substitute(mapping)`` for many graphs, sharing one memo (BIND nodes are kept
-    whole: the value bound is a number, never a state or an output; so are the ops in `keep`).
-    `mapping` may grow between calls as long as no graph substituted before contains a key
-    added later. With a `budget`, a call that would walk more new nodes than are left of it
-    raises `_OverBudget` (what earlier calls substituted stays valid)."""
+    whole: the value bound is a number, never a state or an output; so are the nodes for
+    which `whole` is true). `mapping` may grow between calls as long as no graph substituted
+    before contains a key added later. With a `budget`, a call that would walk more new nodes
+    than are left of it raises `_OverBudget` (what earlier calls substituted stays valid)."""
 
-    def __init__(self, mapping: dict[UOp, UOp], keep: frozenset = frozenset({Ops.BIND}),
-                 budget: int | None = None):
+    def __init__(self, mapping: dict[UOp, UOp], whole=None, budget: int | None = None):
         self.mapping = mapping
         self.out: dict[UOp, UOp] = {}
-        self.keep = keep
+        self.whole = whole
         self.left = budget
 
     def __call__(self, u: UOp, keep_root: bool = False) -> UOp:
         """`u` substituted; with `keep_root`, `u` itself is rebuilt even if it is a key."""
-        mapping, out, keep = self.mapping, self.out, self.keep
+        mapping, out, whole = self.mapping, self.out, self.whole
         if not mapping:
             return u
         if u in mapping and not keep_root:
@@ -114,20 +113,21 @@ class _Substitution:
             return out[u]
 
         def enter(n: UOp) -> bool:  # a BIND's value is a number, not a graph to substitute in
-            return n is u or (n not in mapping and n not in out and n.op not in keep)
+            return n is u or (n not in mapping and n not in out and n.op is not Ops.BIND)
 
-        def counted(n: UOp) -> bool:
-            if not enter(n):
+        def gated(n: UOp) -> bool:
+            if n is not u and (n in mapping or n in out or n.op is Ops.BIND or whole(n)):
                 return False
-            self.left -= 1
-            if self.left < 0:
-                raise _OverBudget
+            if self.left is not None:
+                self.left -= 1
+                if self.left < 0:
+                    raise _OverBudget
             return True
 
-        for n in u.toposort(enter=enter if self.left is None else counted):
+        for n in u.toposort(enter=enter if whole is None and self.left is None else gated):
             if n is not u and (n in mapping or n in out):
                 continue
-            if n.op in keep:
+            if n.op is Ops.BIND or (whole is not None and n is not u and whole(n)):
                 out[n] = n
                 continue
             src = tuple(mapping[s] if s in mapping else out[s] for s in n.src)
@@ -472,7 +472,7 @@ def _realize_taking(asked, tensors, computed, pending, key, bufs, binds, nodes, 
                                interrupted=not getattr(e, "call_failed", False))
         raise
     _after_run([(t, _out_view(t, b)) for t, b in zip(computed, out_bufs)], finals,
-               size + 64)
+               2 * size + 16)
     return None
 
 
@@ -494,7 +494,7 @@ def _after_run(outputs, finals: dict[UOp, UOp], reuse: int = 0) -> None:
     it read its buffer too (`_reuse_outputs`)."""
     rebase = []  # lazy views of an output: (view, output's node, output's buffer view)
     with registry_lock:  # (views made meanwhile are either rebased here or views of buffers)
-        later = _made_after([t for t, _ in outputs]) if reuse else []
+        later = _made_after([t for t, _ in outputs], reuse) if reuse else []
         olds: dict[UOp, UOp] = {}
         for t, view in outputs:
             olds.setdefault(t.uop, view)
@@ -518,15 +518,16 @@ def _after_run(outputs, finals: dict[UOp, UOp], reuse: int = 0) -> None:
         _rebase(_Substitution({f: b for b, f in finals.items()}))
 
 
-def _made_after(outputs: list[Tensor]) -> list[Tensor]:
-    """The live lazy tensors made after the first made of `outputs` (`_lazy` keeps the order
-    they were made in)."""
+def _made_after(outputs: list[Tensor], k: int) -> list[Tensor]:
+    """Up to `k` live lazy tensors made after every one of `outputs`, the newest first
+    (`_lazy` keeps the order they were made in)."""
     ids = {id(t) for t in outputs}
-    lazies = list(_lazy)
-    for i, t in enumerate(lazies):
+    out = []
+    for t in _lazy.newest(k + len(ids)):
         if id(t) in ids:
-            return [t for t in lazies[i + 1:] if id(t) not in ids]
-    return []
+            break
+        out.append(t)
+    return out
 
 
 def _reuse_outputs(olds: dict[UOp, UOp], later: list[Tensor], budget: int) -> None:
@@ -536,11 +537,12 @@ def _reuse_outputs(olds: dict[UOp, UOp], later: list[Tensor], budget: int) -> No
     as the output's own graph, and its value exactly (16-bit intermediates rounded as stored).
 
     Only tensors made after the output can hold its graph (a graph built earlier that equals
-    a part of it is missed: it computes it again, as before). A tensor is walked only if its
-    leaf links reach an output's (`tolk.uop.form`: a graph that holds a node holds its links;
-    far fewer than its nodes), and the walks keep pending assigns (AFTER) whole and stop after
-    `budget` links and nodes in all (what is left computes it again), so a realize pays for
-    this about as much as for its own graph. A tensor equal to an output, a view of a lazy
+    a part of it is missed: it computes it again, as before); `later` has them newest first. A
+    tensor is walked only if its leaf links reach an output's (`tolk.uop.form`: a graph that
+    holds a node holds its links; far fewer than its nodes), and the walks keep pending
+    assigns (AFTER) whole and stop after `budget` tensors, links and nodes in all (what is left
+    computes it again), so a realize pays for this about as much as for its own graph, however
+    many lazy tensors live. A tensor equal to an output, a view of a lazy
     tensor (it moves with that tensor, with its other views) and one that would become a view
     of the output's buffer (it would alias it) are left as they are. Called under
     `registry_lock`."""
@@ -553,13 +555,22 @@ def _reuse_outputs(olds: dict[UOp, UOp], later: list[Tensor], budget: int) -> No
             targets.add(id(links))
     if targets is not None and not targets:
         return  # outputs over no buffer: nothing to find
-    sub = _Substitution(olds, frozenset({Ops.BIND, Ops.AFTER}), budget)
+
+    def whole(n: UOp) -> bool:  # a pending assign; with targets, a graph over no buffer
+        return n.op is Ops.AFTER or (targets is not None and form_of(n) is n)
+
+    sub = _Substitution(olds, whole, budget)
     clean: set[int] = set()  # links whose whole walk met no target
     seen: set[int] = set()
     try:
         for c in later:
-            if id(c) in seen or c not in _lazy or c.uop in olds or \
-                    (targets is not None and not _reaches(c.uop, targets, clean, sub)):
+            sub.left -= 1
+            if sub.left < 0:
+                return
+            u = c.uop
+            if id(c) in seen or u in olds or c not in _lazy or \
+                    (targets is not None and not _reaches(u, targets, clean, sub)) or \
+                    sub(u) is u:
                 continue
             kin = _kin(c)
             seen.update(id(t) for t in kin)

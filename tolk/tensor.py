@@ -21,6 +21,7 @@ assign keep the old value (they are realized before the write when the assign ru
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import numbers
 import operator
@@ -91,6 +92,15 @@ class IdentityWeakSet:
 
     def __len__(self) -> int:
         return len(self._refs)
+
+    def newest(self, k: int) -> list:
+        """Up to `k` live members, the last added first (none when a member dies meanwhile:
+        its callback changes what is being read)."""
+        try:
+            refs = list(itertools.islice(reversed(self._refs.values()), k))
+        except RuntimeError:
+            return []
+        return [o for r in refs if (o := r()) is not None]
 
 
 def _forget(owner: weakref.ref, key: int, _dead: weakref.ref) -> None:
