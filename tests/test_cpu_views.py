@@ -148,6 +148,7 @@ def count_contractions(monkeypatch):
         return cpu.contract(spec, a, b)
 
     monkeypatch.setattr(cpu, "_compiled", {})
+    monkeypatch.setattr(cpu, "_functions", {})
     monkeypatch.setattr(cpu, "_compiled_chars", [0])
     monkeypatch.setitem(cpu._GLOBALS, "contract", counting)
     return calls
@@ -187,6 +188,7 @@ def test_a_long_window_chain_composes_without_recursion():
 def test_a_window_chain_too_large_to_check_runs_op_by_op(monkeypatch):
     monkeypatch.setattr(cpu, "MAX_INDEX_ARRAY", 8)
     monkeypatch.setattr(cpu, "_compiled", {})
+    monkeypatch.setattr(cpu, "_functions", {})
     monkeypatch.setattr(cpu, "_compiled_chars", [0])
     rng = np.random.default_rng(2)
     x = rng.standard_normal((2, 3, 11, 10)).astype(np.float32)
@@ -294,6 +296,7 @@ def test_a_contraction_with_a_nan_fixes_only_the_elements_it_reaches():
 
 def test_the_compiled_kernel_cache_is_bounded(monkeypatch):
     monkeypatch.setattr(cpu, "_compiled", {})
+    monkeypatch.setattr(cpu, "_functions", {})
     monkeypatch.setattr(cpu, "_compiled_chars", [0])
     monkeypatch.setattr(cpu, "KERNEL_CACHE_SIZE", 8)
     a = Tensor(np.arange(4, dtype=np.float32)).realize()
@@ -310,6 +313,34 @@ def test_the_compiled_kernel_cache_is_bounded(monkeypatch):
     assert 1 <= len(cpu._compiled) < 30 and cpu._compiled_chars[0] == sum(
         len(k.source) for k in cpu._compiled.values())
     assert cpu._compiled_chars[0] <= 3000 or len(cpu._compiled) == 1
+
+
+def _function_counts():
+    counts: dict[str, int] = {}
+    for k in cpu._compiled.values():
+        counts[k.source] = counts.get(k.source, 0) + 1
+    return counts
+
+
+def test_kernels_that_differ_in_constants_only_share_one_compiled_function(monkeypatch):
+    monkeypatch.setattr(cpu, "_compiled", {})
+    monkeypatch.setattr(cpu, "_functions", {})
+    monkeypatch.setattr(cpu, "_compiled_chars", [0])
+    monkeypatch.setattr(cpu, "KERNEL_CACHE_SIZE", 5)
+    a = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3)).realize()
+    for i in range(12):  # a kernel per scalar, one source: the values are its arguments
+        want = np.arange(6, dtype=np.float32).reshape(2, 3) * np.float32(i + 0.5) + np.float32(-i)
+        assert (a * (i + 0.5) + -i).numpy().tolist() == want.tolist()
+        assert (a ** 2).numpy().tolist() == (np.arange(6).reshape(2, 3) ** 2).tolist()
+        assert len(cpu._functions) <= len(cpu._compiled) <= 5
+        assert {s: n for s, (_, n) in cpu._functions.items()} == _function_counts()
+        kernels = list(cpu._compiled.values())
+        assert all(k._fn is cpu._functions[k.source][0] for k in kernels)
+    assert len({id(k._fn) for k in cpu._compiled.values()}) < len(cpu._compiled)
+    monkeypatch.setattr(cpu, "KERNEL_CACHE_SIZE", 1)
+    (a - 1).numpy()  # the others leave, and with them every function only they used
+    assert len(cpu._compiled) == 1 and list(cpu._functions) == [
+        next(iter(cpu._compiled.values())).source]
 
 
 def test_the_schedule_caches_are_bounded_by_the_nodes_they_hold(monkeypatch):

@@ -1003,10 +1003,14 @@ class CompiledKernel:
         gen = _Codegen(ast)
         self.source = gen.run()
         self.name = getattr(ast.arg, "name", "kernel")
-        scope: dict = dict(_GLOBALS)
-        exec(compile(self.source, f"<tolk kernel {self.name}>", "exec"), scope)  # noqa: S102
-        self._fn = scope["kernel"]
         self._consts = gen.consts
+        shared = _functions.get(self.source)  # constants are arguments: kernels that differ
+        if shared is not None:  # in their values only share one function
+            self._fn = shared[0]
+        else:
+            scope: dict = dict(_GLOBALS)
+            exec(compile(self.source, f"<tolk kernel {self.name}>", "exec"), scope)  # noqa: S102
+            self._fn = scope["kernel"]
         if DEBUG.value >= 4:
             print(self.source)
 
@@ -1020,6 +1024,8 @@ class CompiledKernel:
 
 
 _compiled: dict[tuple[bytes, str], CompiledKernel] = {}
+_functions: dict[str, list] = {}  # a source -> [its function, how many kernels in _compiled
+# have that source]: dropped with the last of them
 _compile_lock = threading.Lock()
 compile_count = [0]
 
@@ -1043,9 +1049,15 @@ def get_kernel(ast: UOp, device: str) -> CompiledKernel:
             kept = _compiled.setdefault(k, fn)
             if kept is fn:
                 _compiled_chars[0] += len(fn.source)
+                _functions.setdefault(fn.source, [fn._fn, 0])[1] += 1
             fn = kept
             compile_count[0] += 1
             while len(_compiled) > KERNEL_CACHE_SIZE or (
                     _compiled_chars[0] > KERNEL_CACHE_CHARS and len(_compiled) > 1):
-                _compiled_chars[0] -= len(_compiled.pop(next(iter(_compiled))).source)
+                source = _compiled.pop(next(iter(_compiled))).source
+                _compiled_chars[0] -= len(source)
+                shared = _functions[source]
+                shared[1] -= 1
+                if not shared[1]:
+                    del _functions[source]
     return fn
