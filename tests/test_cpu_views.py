@@ -316,9 +316,9 @@ def test_the_compiled_kernel_cache_is_bounded(monkeypatch):
 
 
 def _function_counts():
-    counts: dict[str, int] = {}
+    counts: dict[tuple[str, str], int] = {}
     for k in cpu._compiled.values():
-        counts[k.source] = counts.get(k.source, 0) + 1
+        counts[k.name, k.source] = counts.get((k.name, k.source), 0) + 1
     return counts
 
 
@@ -335,12 +335,12 @@ def test_kernels_that_differ_in_constants_only_share_one_compiled_function(monke
         assert len(cpu._functions) <= len(cpu._compiled) <= 5
         assert {s: n for s, (_, n) in cpu._functions.items()} == _function_counts()
         kernels = list(cpu._compiled.values())
-        assert all(k._fn is cpu._functions[k.source][0] for k in kernels)
+        assert all(k._fn is cpu._functions[k.name, k.source][0] for k in kernels)
     assert len({id(k._fn) for k in cpu._compiled.values()}) < len(cpu._compiled)
     monkeypatch.setattr(cpu, "KERNEL_CACHE_SIZE", 1)
     (a - 1).numpy()  # the others leave, and with them every function only they used
-    assert len(cpu._compiled) == 1 and list(cpu._functions) == [
-        next(iter(cpu._compiled.values())).source]
+    last = next(iter(cpu._compiled.values()))
+    assert len(cpu._compiled) == 1 and list(cpu._functions) == [(last.name, last.source)]
 
 
 def test_the_schedule_caches_are_bounded_by_the_nodes_they_hold(monkeypatch):

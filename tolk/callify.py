@@ -22,9 +22,10 @@ every older state of that buffer *superseded*. Invariants:
   after an assign), the superseded states are copied first (`_copy_old_states`);
 - a view of a lazy tensor is realized through that tensor, so views made before a realize
   stay views of its buffer (numpy's aliasing), and a write through them reaches it;
-- a lazy tensor built over a realized one (``z = y + 1``, then ``y`` realized) reads its
-  buffer, not its graph, from then on (`_reuse_outputs`: within a bound on the walk), so `y`
-  is not computed again; a tensor that merely equals `y` stays a tensor of its own.
+- a lazy tensor built over a realized one (``z = y + 1``, then ``y`` realized) by the same
+  thread reads its buffer, not its graph, from then on (`_reuse_outputs`: within a bound on
+  the walk, not inside a jit capture), so `y` is not computed again; a tensor that merely
+  equals `y` stays a tensor of its own.
 
 Threads. Realizes and assigns run one at a time, whatever thread asks (`state_lock`), and
 views and lazy tensors are registered under `registry_lock`: threads may read one tensor, its
@@ -41,6 +42,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from collections.abc import Callable
 
 import numpy as np
 
@@ -96,11 +98,19 @@ class _Substitution:
     before contains a key added later. With a `budget`, a call that would walk more new nodes
     than are left of it raises `_OverBudget` (what earlier calls substituted stays valid)."""
 
-    def __init__(self, mapping: dict[UOp, UOp], whole=None, budget: int | None = None):
+    def __init__(self, mapping: dict[UOp, UOp], whole: Callable[[UOp], bool] | None = None,
+                 budget: int | None = None):
         self.mapping = mapping
         self.out: dict[UOp, UOp] = {}
         self.whole = whole
         self.left = budget
+
+    def charge(self, steps: int = 1) -> None:
+        """Take `steps` from the budget (other walks share it): `_OverBudget` when it is spent."""
+        if self.left is not None:
+            self.left -= steps
+            if self.left < 0:
+                raise _OverBudget
 
     def __call__(self, u: UOp, keep_root: bool = False) -> UOp:
         """`u` substituted; with `keep_root`, `u` itself is rebuilt even if it is a key."""
@@ -116,12 +126,10 @@ class _Substitution:
             return n is u or (n not in mapping and n not in out and n.op is not Ops.BIND)
 
         def gated(n: UOp) -> bool:
-            if n is not u and (n in mapping or n in out or n.op is Ops.BIND or whole(n)):
+            if n is not u and (n in mapping or n in out or n.op is Ops.BIND or
+                               (whole is not None and whole(n))):
                 return False
-            if self.left is not None:
-                self.left -= 1
-                if self.left < 0:
-                    raise _OverBudget
+            self.charge()
             return True
 
         for n in u.toposort(enter=enter if whole is None and self.left is None else gated):
@@ -472,7 +480,7 @@ def _realize_taking(asked, tensors, computed, pending, key, bufs, binds, nodes, 
                                interrupted=not getattr(e, "call_failed", False))
         raise
     _after_run([(t, _out_view(t, b)) for t, b in zip(computed, out_bufs)], finals,
-               2 * size + 16)
+               0 if _realize.capturing else 2 * size + 16)  # (a capture writes at its end)
     return None
 
 
@@ -492,6 +500,16 @@ def _after_run(outputs, finals: dict[UOp, UOp], reuse: int = 0) -> None:
     live graph that read a realized final state or a realized output's view at the buffer.
     With `reuse` (a budget of nodes to walk), lazy tensors made after an output that compute
     it read its buffer too (`_reuse_outputs`)."""
+    try:
+        _point_outputs(outputs, reuse)
+    finally:  # (an interrupt inside still settles the assigns that ran: none runs twice)
+        if finals:
+            _rebase(_Substitution({f: b for b, f in finals.items()}))
+
+
+def _point_outputs(outputs, reuse: int) -> None:
+    """`_after_run`'s outputs (and their lazy views, and with `reuse` the tensors made after
+    them that compute them) pointed at their buffers."""
     rebase = []  # lazy views of an output: (view, output's node, output's buffer view)
     with registry_lock:  # (views made meanwhile are either rebased here or views of buffers)
         later = _made_after([t for t, _ in outputs], reuse) if reuse else []
@@ -514,19 +532,23 @@ def _after_run(outputs, finals: dict[UOp, UOp], reuse: int = 0) -> None:
             _register_view(t)
         if later:
             _reuse_outputs(olds, later, reuse)
-    if finals:
-        _rebase(_Substitution({f: b for b, f in finals.items()}))
 
 
 def _made_after(outputs: list[Tensor], k: int) -> list[Tensor]:
-    """Up to `k` live lazy tensors made after every one of `outputs`, the newest first
-    (`_lazy` keeps the order they were made in)."""
+    """The live lazy tensors this thread made after every one of `outputs`, the newest first,
+    among the last `k` made (`_lazy` keeps the order they were made in; another thread's
+    tensors are its own: one that came to read this thread's buffer would race with its
+    writes, and none would know)."""
     ids = {id(t) for t in outputs}
+    me = threading.get_ident()
     out = []
-    for t in _lazy.newest(k + len(ids)):
+    for r in _lazy.newest(k + len(ids)):
+        if (t := r()) is None:
+            continue
         if id(t) in ids:
             break
-        out.append(t)
+        if r.thread == me:
+            out.append(t)
     return out
 
 
@@ -536,15 +558,15 @@ def _reuse_outputs(olds: dict[UOp, UOp], later: list[Tensor], budget: int) -> No
     there from now on, so its realize does not compute the output again: as much of the work
     as the output's own graph, and its value exactly (16-bit intermediates rounded as stored).
 
-    Only tensors made after the output can hold its graph (a graph built earlier that equals
-    a part of it is missed: it computes it again, as before); `later` has them newest first. A
-    tensor is walked only if its leaf links reach an output's (`tolk.uop.form`: a graph that
-    holds a node holds its links; far fewer than its nodes), and the walks keep pending
-    assigns (AFTER) whole and stop after `budget` tensors, links and nodes in all (what is left
-    computes it again), so a realize pays for this about as much as for its own graph, however
-    many lazy tensors live. A tensor equal to an output, a view of a lazy
-    tensor (it moves with that tensor, with its other views) and one that would become a view
-    of the output's buffer (it would alias it) are left as they are. Called under
+    Only tensors made after the output are looked at, newest first (`later`; equal graphs are
+    one node, so an older tensor may hold the output's graph too: it computes it again, as
+    before). A tensor is walked only if its leaf links reach an output's (`tolk.uop.form`: a
+    graph that holds a node holds its links; far fewer than its nodes), and the walks keep
+    pending assigns (AFTER) whole and stop after `budget` tensors, links, nodes and kin in all
+    (what is left computes it again), so a realize pays for this about as much as for its own
+    graph, however many lazy tensors or views live. A tensor equal to an output, a view of a
+    lazy tensor (it moves with that tensor, with its other views) and one that would become a
+    view of the output's buffer (it would alias it) are left as they are. Called under
     `registry_lock`."""
     targets: set[int] | None = set()
     for old in olds:
@@ -564,15 +586,13 @@ def _reuse_outputs(olds: dict[UOp, UOp], later: list[Tensor], budget: int) -> No
     seen: set[int] = set()
     try:
         for c in later:
-            sub.left -= 1
-            if sub.left < 0:
-                return
+            sub.charge()
             u = c.uop
             if id(c) in seen or u in olds or c not in _lazy or \
                     (targets is not None and not _reaches(u, targets, clean, sub)) or \
                     sub(u) is u:
                 continue
-            kin = _kin(c)
+            kin = _kin(c, sub)
             seen.update(id(t) for t in kin)
             if not kin or any(t.uop in olds for t in kin):
                 continue
@@ -604,37 +624,42 @@ def _reaches(u: UOp, targets: set[int], clean: set[int], sub: _Substitution) -> 
             continue
         clean.add(k)  # (taken back below if a target is found: not clean)
         walked.append(k)
-        sub.left -= 1
-        if sub.left < 0:
+        try:
+            sub.charge()
+        except _OverBudget:
             clean.difference_update(walked)
-            raise _OverBudget
+            raise
         if type(x) is tuple:
             stack.extend(x)
     return False
 
 
-def _kin(t: Tensor) -> list[Tensor]:
+def _kin(t: Tensor, budget: _Substitution) -> list[Tensor]:
     """The live lazy tensors whose graphs must change with lazy `t`'s for its views to stay
     views of what they view: `t` and its views, or, for a view of a dropped tensor, every
     view of it (`_root_now`'s kin, all of them); empty for a view of a live tensor (it
-    changes with that one)."""
+    changes with that one). Each view looked at is charged to `budget`."""
     ref = t._parent
     if ref is None:
         fam = t._kids
-        return [t] + ([v for v in fam.kids if v._parent is fam and v in _lazy]
-                      if fam is not None else [])
-    return [] if ref() is not None else _dead_kin(ref)
+        if fam is None:
+            return [t]
+        budget.charge(len(fam.kids))
+        return [t] + [v for v in fam.kids if v._parent is fam and v in _lazy]
+    return [] if ref() is not None else _dead_kin(ref, budget)
 
 
-def _dead_kin(fam) -> list[Tensor]:
+def _dead_kin(fam, budget: _Substitution | None = None) -> list[Tensor]:
     """The live lazy members of the topmost dead family above `fam` (a dead tensor's), theirs
-    and those of the families below it."""
+    and those of the families below it (each family's views charged to `budget`, if given)."""
     while fam.up is not None:
         fam = fam.up
     kin, todo = [], [fam]
     while todo:
         f = todo.pop()
         todo += [sub for r in f.subs if (sub := r()) is not None]
+        if budget is not None:
+            budget.charge(len(f.kids) + 1)
         for v in f.kids:
             if v._parent is f and v in _lazy:
                 kin.append(v)

@@ -69,16 +69,17 @@ class IdentityWeakSet:
     the collector may run inside its weakref cleanup and free references the cleanup is
     walking. An assign drops one set per assign.)"""
 
-    __slots__ = ("_refs", "_self", "__weakref__")
+    __slots__ = ("_refs", "_self", "_ref", "__weakref__")
 
-    def __init__(self) -> None:
+    def __init__(self, ref: type = weakref.ref) -> None:
         self._refs: dict[int, weakref.ref] = {}
         self._self = weakref.ref(self)
+        self._ref = ref  # the reference type its entries are
 
     def add(self, obj: object) -> None:
         key = id(obj)
         if key not in self._refs:
-            self._refs[key] = weakref.ref(obj, functools.partial(_forget, self._self, key))
+            self._refs[key] = self._ref(obj, functools.partial(_forget, self._self, key))
 
     def discard(self, obj: object) -> None:
         self._refs.pop(id(obj), None)
@@ -94,13 +95,22 @@ class IdentityWeakSet:
         return len(self._refs)
 
     def newest(self, k: int) -> list:
-        """Up to `k` live members, the last added first (none when a member dies meanwhile:
-        its callback changes what is being read)."""
+        """The references of the last `k` members added, the last first (none when a member
+        dies meanwhile: its callback changes what is being read)."""
         try:
-            refs = list(itertools.islice(reversed(self._refs.values()), k))
+            return list(itertools.islice(reversed(self._refs.values()), k))
         except RuntimeError:
             return []
-        return [o for r in refs if (o := r()) is not None]
+
+
+class MadeBy(weakref.ref):
+    """A weak reference that knows which thread made it (`thread`, an ident)."""
+
+    __slots__ = ("thread",)
+
+    def __init__(self, obj, callback=None):
+        super().__init__(obj, callback)
+        self.thread = threading.get_ident()
 
 
 def _forget(owner: weakref.ref, key: int, _dead: weakref.ref) -> None:
@@ -121,7 +131,7 @@ random_buffers: weakref.WeakSet[UOp] = weakref.WeakSet()
 def _random(t: Tensor) -> Tensor:
     random_buffers.add(_base_and_chain(t.uop))
     return t
-_lazy = IdentityWeakSet()
+_lazy = IdentityWeakSet(MadeBy)  # (entries know the thread that made each tensor lazy)
 registry_lock = threading.RLock()  # `_views`, `_lazy` and view families change under it
 _after_states: weakref.WeakSet[UOp] = weakref.WeakSet()  # pending states views are under
 

@@ -1004,8 +1004,8 @@ class CompiledKernel:
         self.source = gen.run()
         self.name = getattr(ast.arg, "name", "kernel")
         self._consts = gen.consts
-        shared = _functions.get(self.source)  # constants are arguments: kernels that differ
-        if shared is not None:  # in their values only share one function
+        shared = _functions.get((self.name, self.source))  # constants are arguments:
+        if shared is not None:  # kernels that differ in their values share one function
             self._fn = shared[0]
         else:
             scope: dict = dict(_GLOBALS)
@@ -1024,8 +1024,8 @@ class CompiledKernel:
 
 
 _compiled: dict[tuple[bytes, str], CompiledKernel] = {}
-_functions: dict[str, list] = {}  # a source -> [its function, how many kernels in _compiled
-# have that source]: dropped with the last of them
+_functions: dict[tuple[str, str], list] = {}  # (name, source) -> [its function, how many
+# kernels in _compiled have them]: dropped with the last of those (a name of its own in tracebacks)
 _compile_lock = threading.Lock()
 compile_count = [0]
 
@@ -1049,15 +1049,15 @@ def get_kernel(ast: UOp, device: str) -> CompiledKernel:
             kept = _compiled.setdefault(k, fn)
             if kept is fn:
                 _compiled_chars[0] += len(fn.source)
-                _functions.setdefault(fn.source, [fn._fn, 0])[1] += 1
+                _functions.setdefault((fn.name, fn.source), [fn._fn, 0])[1] += 1
             fn = kept
             compile_count[0] += 1
             while len(_compiled) > KERNEL_CACHE_SIZE or (
                     _compiled_chars[0] > KERNEL_CACHE_CHARS and len(_compiled) > 1):
-                source = _compiled.pop(next(iter(_compiled))).source
-                _compiled_chars[0] -= len(source)
-                shared = _functions[source]
+                gone = _compiled.pop(next(iter(_compiled)))
+                _compiled_chars[0] -= len(gone.source)
+                shared = _functions[gone.name, gone.source]
                 shared[1] -= 1
                 if not shared[1]:
-                    del _functions[source]
+                    del _functions[gone.name, gone.source]
     return fn
