@@ -296,3 +296,34 @@ def test_a_budget_without_whole_nodes_substitutes():
     y, z = x * 2, x * 2 + 1
     sub = callify._Substitution({y.uop: x.uop}, budget=100)
     assert sub(z.uop) is (x + 1).uop and 0 < sub.left < 100
+
+
+def test_a_tensor_over_a_dropped_tensor_whose_views_are_realized_reads_their_buffer():
+    xn = np.random.default_rng(2).random((4, 4), dtype=np.float32)
+    x = Tensor(xn)
+    y = (x @ x.T).exp()
+    v1, v2 = y[0], y[1]  # two views: realizing one realizes what both view, a tensor newer
+    z = y.sum(axis=0) + 1  # than either (`_root`), but z, made after them, holds its graph
+    a = v1 * 3
+    del y
+    assert _reduces(_kernels_of(v1.realize)) == 1
+    assert _reduces(_kernels_of(z.realize)) == 1  # the sum only: y is not computed again
+    ref = np.exp(xn @ xn.T)
+    np.testing.assert_allclose(z.numpy(), ref.sum(0) + 1, rtol=1e-5)
+    np.testing.assert_allclose(a.numpy(), ref[0] * 3, rtol=1e-6)
+    np.testing.assert_allclose(v2.numpy(), ref[1], rtol=1e-6)
+    v1[1:2] = Tensor(np.zeros(1, np.float32))  # still views of one buffer, as numpy's
+    np.testing.assert_allclose(v2.numpy(), ref[1], rtol=1e-6)
+    assert v1.numpy()[1] == 0
+
+
+def test_a_tensor_made_between_two_outputs_reads_the_older_ones_buffer():
+    xn = np.random.default_rng(3).random((3, 3), dtype=np.float32)
+    x = Tensor(xn)
+    a = (x @ x).exp()
+    z = a.sum() + 2  # made after a, before b
+    b = x + 1
+    a.realize(b)
+    assert _reduces(_kernels_of(z.realize)) == 1  # the sum only
+    np.testing.assert_allclose(z.numpy(), np.exp(xn @ xn).sum() + 2, rtol=1e-5)
+    np.testing.assert_allclose(b.numpy(), xn + 1)

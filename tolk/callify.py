@@ -535,19 +535,29 @@ def _point_outputs(outputs, reuse: int) -> None:
 
 
 def _made_after(outputs: list[Tensor], k: int) -> list[Tensor]:
-    """The live lazy tensors this thread made after every one of `outputs`, the newest first,
-    among the last `k` made (`_lazy` keeps the order they were made in; another thread's
-    tensors are its own: one that came to read this thread's buffer would race with its
-    writes, and none would know)."""
-    ids = {id(t) for t in outputs}
+    """The live lazy tensors this thread made after an output (the oldest one, so also those
+    between outputs), the newest first, among the last `k` made (`_lazy` keeps the order they
+    were made in; another thread's tensors are its own: one that came to read this thread's
+    buffer would race with its writes, and none would know). An output's views are not among
+    them (they move with it) and mark its age too: the tensor `_root` makes for the views of a
+    dropped tensor is newer than all of them, but tensors made after the oldest may hold its
+    graph."""
+    stops = set()
+    for t in outputs:
+        stops.add(id(t))
+        fam = t._kids
+        if fam is not None:
+            stops.update(id(v) for v in fam.kids if v._parent is fam and v in _lazy)
     me = threading.get_ident()
     out = []
-    for r in _lazy.newest(k + len(ids)):
+    for r in _lazy.newest(k + len(stops)):
         if (t := r()) is None:
             continue
-        if id(t) in ids:
-            break
-        if r.thread == me:
+        if id(t) in stops:
+            stops.discard(id(t))
+            if not stops:
+                break
+        elif r.thread == me:
             out.append(t)
     return out
 
