@@ -343,6 +343,22 @@ def test_kernels_that_differ_in_constants_only_share_one_compiled_function(monke
     assert len(cpu._compiled) == 1 and list(cpu._functions) == [(last.name, last.source)]
 
 
+def test_kernels_that_differ_in_where_their_windows_start_share_one_function(monkeypatch):
+    monkeypatch.setattr(cpu, "_compiled", {})
+    monkeypatch.setattr(cpu, "_functions", {})
+    monkeypatch.setattr(cpu, "_compiled_chars", [0])
+    ref = np.arange(40, dtype=np.float32).reshape(10, 4)
+    x = Tensor(ref.copy()).realize()
+    for i in range(8):  # a row written at step i, windows read from i, forwards and back
+        x[i] = Tensor(np.full(4, -i, np.float32)) * 2
+        ref[i] = -2 * i
+        assert x.numpy().tolist() == ref.tolist()
+        assert (x[i:i + 2] * 3).numpy().tolist() == (ref[i:i + 2] * 3).tolist()
+        assert (x[i + 2:i:-1, ::-2] + 1).numpy().tolist() == (ref[i + 2:i:-1, ::-2] + 1).tolist()
+    assert len(cpu._compiled) >= 24  # a kernel per window: one function for each kind
+    assert len(cpu._functions) <= 4
+
+
 def test_the_schedule_caches_are_bounded_by_the_nodes_they_hold(monkeypatch):
     import tolk.schedule as sched
 

@@ -19,6 +19,9 @@ Other float sums and products reduce a C-contiguous array, and float to int cast
 numpy's results there depend on the layout, which fusion decides.
 bfloat16 values are computed in float32 and rounded to bfloat16 after every op (`bf16_round`),
 so a value never depends on what was fused with it.
+Constant values and static window bounds (a SHRINK's, a strided view's start) are arguments
+of the function, not part of its source: kernels that differ in those only share one
+compiled function (a loop over a new scalar, or a row written at a new index, each step).
 """
 
 from __future__ import annotations
@@ -517,7 +520,8 @@ class _Codegen:
         if n in self.strided:
             base, start, coeffs = self.strided[n]
             shape, base_shape = shape_of(n), shape_of(base)
-            return f"strided_view({self.names[base]}, {base_shape}, {start}, {shape}, {coeffs})"
+            return (f"strided_view({self.names[base]}, {base_shape}, {self.const(start)}, "
+                    f"{shape}, {coeffs})")
         if n in self.index_targets:
             if n.src[0].op is Ops.PARAM:
                 x = f"np.arange({x}.size)"
@@ -548,8 +552,13 @@ class _Codegen:
         if op is Ops.PAD:
             return f"np.pad({x}, {tuple(tuple(p) for p in arg)})"
         if op is Ops.SHRINK:
+            if not arg:
+                return x
+            if not syms_in(arg):  # an argument, as constants are: kernels that differ in
+                # where their windows start (a row written at step i) share one function
+                return f"{x}[{self.const(tuple(slice(int(b), int(e)) for b, e in arg))}]"
             idx = ", ".join(f"{_dim_code(b)}:{_dim_code(e)}" for b, e in arg)
-            return f"{x}[{idx},]" if arg else x
+            return f"{x}[{idx},]"
         if op is Ops.FLIP:
             return f"np.flip({x}, {tuple(arg)})" if arg else x
         raise KernelCompileError(f"unknown movement op {n.short()}")
