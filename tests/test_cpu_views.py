@@ -355,8 +355,10 @@ def test_kernels_that_differ_in_where_their_windows_start_share_one_function(mon
         assert x.numpy().tolist() == ref.tolist()
         assert (x[i:i + 2] * 3).numpy().tolist() == (ref[i:i + 2] * 3).tolist()
         assert (x[i + 2:i:-1, ::-2] + 1).numpy().tolist() == (ref[i + 2:i:-1, ::-2] + 1).tolist()
-    assert len(cpu._compiled) >= 24  # a kernel per window: one function for each kind
-    assert len(cpu._functions) <= 4
+        widths = ((i, 7 - i), (1, 0))
+        assert (x + 1).pad(widths).numpy().tolist() == np.pad(ref + 1, widths).tolist()
+    assert len(cpu._compiled) >= 32  # a kernel per window: one function for each kind
+    assert len(cpu._functions) <= 5
 
 
 def test_the_schedule_caches_are_bounded_by_the_nodes_they_hold(monkeypatch):

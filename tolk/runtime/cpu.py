@@ -515,6 +515,11 @@ class _Codegen:
         return (f"{_REDUCE[rop]}.reduce({x}, axis={tuple(axes)}, keepdims=True, "
                 f"dtype={self.const(cdt)}{initial})")
 
+    def pad_widths(self, arg: tuple) -> str:
+        """A PAD's widths: an argument when static (see the module's docstring)."""
+        widths = tuple(tuple(p) for p in arg)
+        return str(widths) if syms_in(arg) else self.const(widths)
+
     def movement(self, n: UOp, x: str) -> str:
         op, arg = n.op, n.arg
         if n in self.strided:
@@ -526,7 +531,7 @@ class _Codegen:
             if n.src[0].op is Ops.PARAM:
                 x = f"np.arange({x}.size)"
             if op is Ops.PAD:
-                return f"np.pad({x}, {tuple(tuple(p) for p in arg)}, constant_values=-1)"
+                return f"np.pad({x}, {self.pad_widths(arg)}, constant_values=-1)"
             if op is Ops.RESHAPE:
                 return f"reshape_prefix({x}, {shape_code(arg)})"
         src = n.src[0]
@@ -550,7 +555,7 @@ class _Codegen:
         if op is Ops.EXPAND:
             return f"np.broadcast_to({x}, {shape_code(arg)})"
         if op is Ops.PAD:
-            return f"np.pad({x}, {tuple(tuple(p) for p in arg)})"
+            return f"np.pad({x}, {self.pad_widths(arg)})"
         if op is Ops.SHRINK:
             if not arg:
                 return x
