@@ -19,9 +19,10 @@ Other float sums and products reduce a C-contiguous array, and float to int cast
 numpy's results there depend on the layout, which fusion decides.
 bfloat16 values are computed in float32 and rounded to bfloat16 after every op (`bf16_round`),
 so a value never depends on what was fused with it.
-Constant values and static window bounds (a SHRINK's, a strided view's start) are arguments
-of the function, not part of its source: kernels that differ in those only share one
-compiled function (a loop over a new scalar, or a row written at a new index, each step).
+Constant values and static window bounds (a SHRINK's, a PAD's widths, a strided view's
+start) are arguments of the function, not part of its source: kernels that differ in those
+only share one compiled function (a loop over a new scalar, or a row written at a new index,
+each step).
 """
 
 from __future__ import annotations
