@@ -1166,6 +1166,36 @@ def test_a_view_of_a_view_made_after_both_died_still_shares_with_its_kin():
     assert u.numpy().ravel().tolist() == yn.tolist() and x.numpy().tolist() == yn[2:].tolist()
 
 
+def test_a_window_of_a_window_is_one_window_and_writes_through_as_numpy():
+    xn = np.zeros(61, np.float32)
+    x = Tensor(xn.copy()).realize()
+    v, vn = x, xn
+    for i in range(60):  # a loop narrowing its view: the graph does not grow with the steps
+        v, vn = v[1:], vn[1:]
+        v[0:1] = Tensor(np.ones(1, np.float32)) * i
+        vn[0:1] = i
+        assert v.uop.op is Ops.SHRINK and v.uop.src[0].op is not Ops.SHRINK
+    assert_matches(x.numpy(), xn)
+    yn = np.arange(10, dtype=np.float32) * 2
+    y = Tensor(np.arange(10, dtype=np.float32)) * 2  # lazy, alive: views of its views view it
+    v = y[2:9]
+    w = v[1:5]
+    assert w.uop.src[0] is y.uop and w.uop.arg == ((3, 7),)
+    w[0] = -1.0
+    yn[3] = -1.0
+    assert_matches(w.numpy(), yn[3:7])
+    assert_matches(v.numpy(), yn[2:9])
+    assert_matches(y.numpy(), yn)
+    z = Tensor(np.arange(6, dtype=np.float32)) * 3
+    u = z[1:]
+    del z
+    gc.collect()
+    t = u[2:]  # its view of a dropped tensor: kept as a view of u, its kin
+    assert t.uop.src[0] is u.uop
+    t[0] = 50.0
+    assert_matches(u.numpy(), np.array([3, 6, 50, 12, 15], np.float32))
+
+
 def test_view_families_die_without_the_collector():
     from tolk.tensor import _Family
 

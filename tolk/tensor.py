@@ -38,7 +38,7 @@ from tolk.helpers import prod
 from tolk.runtime.device import canonical_device
 from tolk.uop.form import Form, form_of
 from tolk.uop.ops import GroupOp, Ops, UOp, node_cache
-from tolk.uop.shape import Sym, concrete, device_of, is_symbolic, shape_of
+from tolk.uop.shape import Sym, concrete, device_of, is_symbolic, shape_of, syms_in
 from tolk.variable import BoundVariable
 
 Scalar = int | float | bool
@@ -163,6 +163,15 @@ def _family_of(t: Tensor) -> _Family:
             if up is not None:
                 up.subs = [r for r in up.subs if r() is not None] + [weakref.ref(fam)]
     return fam
+
+
+def _merges(t: Tensor, shrink: UOp, arg: tuple, lazy: bool) -> bool:
+    """Whether a static SHRINK `arg` of `t`, itself a static SHRINK (`shrink`), may be one
+    SHRINK of what `t`'s views: not when `t` is a lazy tensor whose views are its own family
+    (the new view is found to be its view by walking down to `t`'s node)."""
+    if len(shrink.src) != 1 or syms_in(shrink.arg) or syms_in(arg):
+        return False
+    return not lazy or (t._parent is not None and t._parent() is not None)
 
 
 def _join(view: Tensor, fam: _Family) -> None:
@@ -1379,8 +1388,12 @@ class Tensor:
         """A movement op; `binds` (the BIND nodes giving symbolic bounds their values) ride
         along as extra sources so a symbolic shape can always be evaluated."""
         with registry_lock:  # (a realize in another thread may make `self` a view meanwhile)
-            out = Tensor(UOp(op, self.dtype, (self.uop, *binds), arg))
-            if self in _lazy:  # a view of a lazy tensor: it joins the family of the one it views
+            src, lazy = self.uop, self in _lazy
+            if op is Ops.SHRINK and src.op is Ops.SHRINK and _merges(self, src, arg, lazy):
+                arg = tuple((b0 + b, b0 + e) for (b0, _), (b, e) in zip(src.arg, arg))
+                src = src.src[0]  # a window of a window is one window: `v = v[1:]` in a loop
+            out = Tensor(UOp(op, self.dtype, (src, *binds), arg))  # keeps its graph small
+            if lazy:  # a view of a lazy tensor: it joins the family of the one it views
                 _join(out, _family_of(self))
         return out
 
