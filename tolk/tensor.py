@@ -165,15 +165,6 @@ def _family_of(t: Tensor) -> _Family:
     return fam
 
 
-def _merges(t: Tensor, shrink: UOp, arg: tuple, lazy: bool) -> bool:
-    """Whether a static SHRINK `arg` of `t`, itself a static SHRINK (`shrink`), may be one
-    SHRINK of what `t`'s views: not when `t` is a lazy tensor whose views are its own family
-    (the new view is found to be its view by walking down to `t`'s node)."""
-    if len(shrink.src) != 1 or syms_in(shrink.arg) or syms_in(arg):
-        return False
-    return not lazy or (t._parent is not None and t._parent() is not None)
-
-
 def _join(view: Tensor, fam: _Family) -> None:
     view._parent = fam
     fam.kids.add(view)
@@ -1388,13 +1379,19 @@ class Tensor:
         """A movement op; `binds` (the BIND nodes giving symbolic bounds their values) ride
         along as extra sources so a symbolic shape can always be evaluated."""
         with registry_lock:  # (a realize in another thread may make `self` a view meanwhile)
-            src, lazy = self.uop, self in _lazy
-            if op is Ops.SHRINK and src.op is Ops.SHRINK and _merges(self, src, arg, lazy):
+            src = self.uop
+            # a view of a lazy tensor joins the family of the one it views
+            fam = _family_of(self) if self in _lazy else None
+            if op is Ops.SHRINK and src.op is Ops.SHRINK and len(src.src) == 1 and \
+                    (fam is None or fam is not self._kids) and not syms_in((src.arg, arg)):
+                # a window of a window is one window (`v = v[1:]` in a loop keeps its graph
+                # small); not the view of a lazy tensor with a family of its own: its views
+                # are found to be its views by walking down to its node
                 arg = tuple((b0 + b, b0 + e) for (b0, _), (b, e) in zip(src.arg, arg))
-                src = src.src[0]  # a window of a window is one window: `v = v[1:]` in a loop
-            out = Tensor(UOp(op, self.dtype, (src, *binds), arg))  # keeps its graph small
-            if lazy:  # a view of a lazy tensor: it joins the family of the one it views
-                _join(out, _family_of(self))
+                src = src.src[0]
+            out = Tensor(UOp(op, self.dtype, (src, *binds), arg))
+            if fam is not None:
+                _join(out, fam)
         return out
 
     def reshape(self, *shape) -> Tensor:
