@@ -501,3 +501,27 @@ def test_a_gather_from_a_view_reads_the_rows_it_names_in_one_kernel():
     n = a.copy()
     n[0] = n.T[[1]][0, :5] + n[:, 0][:5]
     assert np.array_equal(y.numpy(), n)
+
+
+def test_a_mask_over_every_axis_takes_a_value_of_at_most_one_axis_as_numpy():
+    a = np.arange(6.0).reshape(2, 3)
+    masks = (a > 2, [[True, False, True], [False, False, True]])
+    for mask in masks:
+        for value in (np.ones((1, 1)), np.ones((1, 3)), [[7.0]], Tensor(np.ones((1, 1)))):
+            x = Tensor(a.copy())
+            with pytest.raises(TypeError, match="0 or 1-dimensional"):
+                np.array(a)[mask] = value if not isinstance(value, Tensor) else value.numpy()
+            with pytest.raises(TypeError, match="0 or 1 dimensions"):
+                x[mask] = value
+            with pytest.raises(TypeError, match="0 or 1 dimensions"):
+                x[Tensor(np.asarray(mask))] = value
+            assert x.numpy().tolist() == a.tolist()  # refused before anything was written
+        for value in (7.0, np.ones(1), np.arange(3.0)):  # 0-d, 1 broadcast, one per element
+            n, x = a.copy(), Tensor(a.copy())
+            n[mask] = value
+            x[mask] = value
+            assert x.numpy().tolist() == n.tolist()
+    n, x = a.copy(), Tensor(a.copy())  # a mask over the leading axis: numpy broadcasts
+    n[np.array([True, False])] = np.ones((1, 1, 3))
+    x[np.array([True, False])] = np.ones((1, 1, 3))
+    assert x.numpy().tolist() == n.tolist()

@@ -284,8 +284,10 @@ def _strides(sizes: list[int]) -> list[int]:
 
 
 def setitem(x, idx: tuple, value) -> None:
-    """``x[idx] = value`` for an index with arrays (see the module's docstring)."""
+    """``x[idx] = value`` for an index with arrays (see the module's docstring). As numpy's,
+    a boolean mask over every axis of x takes a value of at most one axis (TypeError)."""
     Tensor = _tensor_type()
+    _check_full_mask_value(x, idx, value)
     if _lazy_mask(x, idx, value):
         return
     # the places written are data: integer index tensors are read (realized) first
@@ -333,6 +335,26 @@ def setitem(x, idx: tuple, value) -> None:
     if order != list(range(p.y.ndim)):
         new = new.permute([order.index(a) for a in range(p.y.ndim)])
     p.y.assign(new)
+
+
+def _check_full_mask_value(x, idx: tuple, value) -> None:
+    """numpy's rule for ``x[mask] = value`` where one boolean mask spans all of x's axes: the
+    result is 1-d and the value may have no more than one axis (not even leading size-1 ones,
+    which other assignments drop)."""
+    if len(idx) != 1 or x.ndim == 0:
+        return
+    m = idx[0]
+    if isinstance(m, (list, tuple)):
+        m = np.asarray(m)
+    dtype = getattr(m, "dtype", None)
+    if not (dtype is dtypes.bool or (isinstance(m, np.ndarray) and dtype == np.bool_)) \
+            or m.ndim != x.ndim:
+        return
+    ndim = value.ndim if hasattr(value, "ndim") else np.ndim(value) \
+        if isinstance(value, (list, tuple)) else 0
+    if ndim > 1:
+        raise TypeError(f"x[mask] = value with a boolean mask over all {x.ndim} axes of x needs "
+                        f"a value of 0 or 1 dimensions (numpy's rule), got {ndim} dimensions")
 
 
 def _value(x, value):
