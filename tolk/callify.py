@@ -51,7 +51,7 @@ from tolk.engine import realize as _realize  # its `capturing`, read at each cal
 from tolk.engine.realize import run_linear
 from tolk.errors import DeviceError, JitError, ScheduleError, ShapeError
 from tolk.helpers import SCACHE, gc_paused, prod
-from tolk.runtime.device import copy_buffer, typed_view
+from tolk.runtime.device import copy_buffer, set_storage, typed_view
 from tolk.schedule import (LinearStats, buffers_of, create_linear_for_program, linear_stats,
                            program_by_form, program_form, program_key, program_stats,
                            remember_program_form)
@@ -290,13 +290,16 @@ def _out_view(t: Tensor, buf: UOp) -> UOp:
     return _view(buf, t.shape, _shape_binds(t))
 
 
-def _build_sink(computed: list[Tensor], pending: list[UOp], out_bufs: list[UOp]) -> UOp:
+def _build_sink(computed: list[Tensor], pending: list[UOp], out_bufs: list[UOp],
+                originals: dict[UOp, UOp] | None = None) -> UOp:
     """The SINK of realizations: ``AFTER(out_buf, STORE(view, graph))`` for each tensor of
     `computed` (`_outputs`) into its buffer of `out_bufs`, and the `pending` assign states.
 
     A graph that contains another output's graph reads that output's buffer instead of
     computing it again (also inside pending assigns, so every reader sees one AFTER per
-    state); a second tensor with the same graph gets its own buffer, a copy of the first's."""
+    state); a second tensor with the same graph gets its own buffer, a copy of the first's.
+    `originals`, if given, gets each node that differs from the tensors' graphs mapped to the
+    node it stands for there."""
     reads: dict[UOp, UOp] = {}  # an output's graph -> a view of its realization
     sub = _Substitution(reads)
     srcs: dict[UOp, None] = {}
@@ -310,6 +313,10 @@ def _build_sink(computed: list[Tensor], pending: list[UOp], out_bufs: list[UOp])
         srcs[after] = None
     for a in pending:
         srcs[sub(a)] = None
+    if originals is not None:
+        originals.update((v, k) for k, v in sub.out.items() if v is not k)
+        for u, view in reads.items():
+            originals.setdefault(view, u)
     return UOp.sink(*srcs)
 
 
@@ -319,18 +326,25 @@ def _view(state: UOp, shape, binds: tuple[UOp, ...] = ()) -> UOp:
     return UOp(Ops.RESHAPE, state.dtype, (state, *binds), shape)
 
 
-def _copy_old_states(sink: UOp) -> UOp:
+def _copy_old_states(sink: UOp, originals: dict[UOp, UOp] | None = None) -> UOp:
     """`sink` with every read of a superseded state going through a CONTIGUOUS copy of it.
 
     The copies depend only on the state they copy, so each runs before the write that
     supersedes its state, and no kernel reads a buffer both before and after a write: the
-    kernel graph has an order. Store targets and the state an AFTER builds on are not reads."""
+    kernel graph has an order. Store targets and the state an AFTER builds on are not reads.
+    `originals`, if given, gets each node the rewrite made mapped to the one it stands for
+    (a copy to the state it copies)."""
     nodes = sink.toposort()
     old = {n.src[0] for n in nodes if n.op is Ops.AFTER}
     new: dict[UOp, UOp] = {}
 
     def read(s: UOp) -> UOp:
-        return UOp(Ops.CONTIGUOUS, s.dtype, (new[s],)) if s in old else new[s]
+        if s not in old:
+            return new[s]
+        copy = UOp(Ops.CONTIGUOUS, s.dtype, (new[s],))
+        if originals is not None:
+            originals[copy] = s
+        return copy
 
     def target(v: UOp) -> UOp:
         chain = []
@@ -350,6 +364,8 @@ def _copy_old_states(sink: UOp) -> UOp:
         else:
             src = tuple(read(s) for s in n.src)
         new[n] = n if src == n.src else UOp(n.op, n.dtype, src, n.arg)
+        if originals is not None and new[n] is not n:
+            originals[new[n]] = n
     return new[sink]
 
 
@@ -475,9 +491,13 @@ def _realize_taking(asked, tensors, computed, pending, key, bufs, binds, nodes, 
         run_linear(linear, var_vals)
     except BaseException as e:  # (an interrupt between kernels too: what ran is settled)
         if isinstance(getattr(e, "calls_done", None), int):
-            _settle_failed_run(linear, e.calls_done, finals,
+            done = e.calls_done
+            _settle_failed_run(linear, done, finals,
                                [(t, _out_view(t, b), b) for t, b in zip(computed, out_bufs)],
-                               interrupted=not getattr(e, "call_failed", False))
+                               interrupted=not getattr(e, "call_failed", False),
+                               temps=lambda: _ran_temps(linear, done, lambda originals:
+                                                        _build_sink(computed, pending, out_bufs,
+                                                                    originals)))
         raise
     _after_run([(t, _out_view(t, b)) for t, b in zip(computed, out_bufs)], finals,
                0 if _realize.capturing else 2 * size + 16)  # (a capture writes at its end)
@@ -705,15 +725,17 @@ def _rebase_now(sub: _Substitution) -> None:
 
 def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
                        outputs: list[tuple[Tensor, UOp, UOp]] = (),
-                       interrupted: bool = False) -> None:
+                       interrupted: bool = False,
+                       temps: Callable[[], list[tuple[UOp, UOp]]] | None = None) -> None:
     """`_settle_now` under the registry lock (it moves views and rewrites lazy tensors)."""
     with registry_lock:
-        _settle_now(linear, done, finals, outputs, interrupted)
+        _settle_now(linear, done, finals, outputs, interrupted, temps)
 
 
 def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
                 outputs: list[tuple[Tensor, UOp, UOp]] = (),
-                interrupted: bool = False) -> None:
+                interrupted: bool = False,
+                temps: Callable[[], list[tuple[UOp, UOp]]] | None = None) -> None:
     """After a run whose call `done` raised (the calls before it ran), each written buffer's
     pending assigns: those a call which ran wrote are settled (their tensors read the buffer,
     the new value); the one the failing call wrote is dropped, as an eager op that raises (the
@@ -729,7 +751,11 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
     tensor (`outputs`: tensor, view of its buffer, buffer) whose writing calls all ran reads
     its buffer (it read states the run went on to overwrite); the others stay lazy.
     `interrupted`: no call failed (an interrupt came between calls `done - 1` and `done`):
-    what ran is settled, the rest stays pending."""
+    what ran is settled, the rest stays pending.
+    A graph left to run that reads a state the run overwrote (``p = x * 10; x.assign(y);
+    q = p + x``, stopped after the assign: q's kernel read p's temporary, computed before)
+    reads private copies of the temporaries that ran instead (`temps`: `_ran_temps`), where
+    the value it needs is still held: the old value, not the new one."""
     writers: dict[UOp, list[int]] = {}
     for i, call in enumerate(linear.src):
         for b in call_writes(call):
@@ -742,6 +768,7 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
     nothing_settled = not any(c < done for b in (*finals, *(b for _, _, b in outputs))
                               for c in writers.get(b, ()))
     mapping: dict[UOp, UOp] = {}
+    lost: set[UOp] = set()  # states superseded by a write that ran
     later: list[tuple[UOp, UOp]] = []  # doomed states past the next one: (state, the one before)
     for b, final in finals.items():
         chain = [final]  # the buffer's pending states, oldest first
@@ -762,6 +789,8 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
             ran, failed = 0, bool(calls) and calls[0] in doomed
         if ran:
             mapping[chain[ran - 1]] = b
+            lost.add(chain[0].src[0])  # the states before it: their values are gone
+            lost.update(chain[:ran - 1])
         if failed:
             mapping[chain[ran]] = b if ran else chain[0].src[0]
     if later:  # each dropped state reads as the one before it, that one with the drops made in
@@ -780,14 +809,28 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
     # y's buffer, now overwritten; a copy, as the tensor that ran may be written later, and
     # a graph equal to it in another tensor, another thread's, is no view of it)
     kept = {t.uop: _kept_copy(view, b) for t, view, b in ran}
+    copies: dict[UOp, UOp] = {}  # temporaries that ran and read a lost state: their copies
+    pairs: list[tuple[UOp, UOp]] = []
+    if lost and temps is not None:
+        try:
+            pairs = temps()
+        except Exception:  # (lowering the graph again failed: the graphs stay as they are)
+            pairs = []
+    for node, arg in pairs:
+        if node in kept or node in copies or not (
+                node in lost or any(n in lost for n in node.toposort())):
+            continue
+        copy = _temp_copy(node, arg)
+        if copy is not None:
+            copies[node] = copy
     if ran:
         _after_run([(t, view) for t, view, _ in ran], {})
     # the copies and the settled states in one pass over the graphs as they are: rebased
     # first, a graph over a later state could equal one that ran over an earlier state (the
     # same buffer); copied first, a settled state rebuilt around a copy would no longer be a
     # key of `mapping` (and would run again)
-    if kept:
-        sub = _Substitution({**kept, **mapping})
+    if kept or copies:
+        sub = _Substitution({**copies, **kept, **mapping})
         for t in list(_lazy):
             old = t.uop
             new = sub(old)
@@ -795,17 +838,96 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
                 t.uop = new
                 if _is_view_of_state(new):  # the graph of one that ran: a view of its copy
                     _register_view(t)
+        moved = []  # (all taken first: a state rebuilt can be the node of another one)
         for state in _view_states():  # pending assigns whose values hold one of them
             if state.op is Ops.AFTER and (new := sub(state)) is not state:
-                for t in list(_views.pop(state, ())):
-                    t.uop = sub(t.uop)
-                    _register_view(t)
+                moved += [(t, sub(t.uop)) for t in _views.pop(state, ())]
                 if new.op is Ops.AFTER:  # (still pending)
                     _note_pending(new)
-    if mapping:  # (what the pass above did not hold)
-        _rebase(_Substitution(mapping))
+        for t, new in moved:
+            t.uop = new
+            _register_view(t)
+    elif mapping:  # (once: a state rebuilt over its buffer can be a settled state's node,
+        _rebase(_Substitution(mapping))  # x.assign(x * 2) twice, the first one settled)
     unwritten = {b for b in finals if not writers.get(b) or writers[b][0] > done}
     _detach_unrun(unwritten, [t for t, _, b in outputs if not written(b)])
+
+
+def _ran_temps(linear: UOp, done: int, make_sink: Callable[[dict[UOp, UOp]], UOp]
+               ) -> list[tuple[UOp, UOp]]:
+    """The temporaries of a run that calls ``0 .. done - 1`` of `linear` wrote, as (the node
+    of the tensors' graphs it holds, the argument holding it: a BUFFER or an arena's SLICE):
+    what the graph of `make_sink` (which fills the dict it is given with `_build_sink`'s
+    originals) lowers to again, matched call by call (the schedule is a function of the
+    graph's form); empty when the two schedules differ in their kernels (nested calls)."""
+    from tolk.schedule import CycleError, create_schedule
+    from tolk.schedule.kernelize import kernel_graph_and_temps
+
+    built: dict[UOp, UOp] = {}
+    sink = make_sink(built)
+    copied: dict[UOp, UOp] = {}
+    graph, temps = kernel_graph_and_temps(sink)
+    try:
+        lowered = create_schedule(graph)
+    except CycleError:
+        graph, temps = kernel_graph_and_temps(_copy_old_states(sink, copied))
+        lowered = create_schedule(graph)
+    if len(lowered.src) != len(linear.src) or not all(map(_same_call, lowered.src, linear.src)):
+        return []
+    writes = {c.src[1]: i for i, c in enumerate(lowered.src[:done]) if len(c.src) > 1}
+    out = []
+    for node, buf in temps.items():
+        i = writes.get(buf)
+        if i is None or _overwritten(linear, i, done):
+            continue
+        node = copied.get(node, node)
+        out.append((built.get(node, node), linear.src[i].src[1]))
+    return out
+
+
+def _same_call(lowered: UOp, bound: UOp) -> bool:
+    """Whether a call of a lowered schedule (internal BUFFERs) is the call of the bound one
+    (the same kernel, the same buffers of the program where they are no temporaries)."""
+    if lowered.src[0] is not bound.src[0] or len(lowered.src) != len(bound.src):
+        return False
+    for a, b in zip(lowered.src[1:], bound.src[1:]):
+        if a.op is Ops.BUFFER and a.arg[0] < 0:
+            if b.op is not Ops.SLICE and (b.op is not Ops.BUFFER or b.arg[0] >= 0):
+                return False
+        elif a is not b:
+            return False
+    return True
+
+
+def _overwritten(linear: UOp, i: int, done: int) -> bool:
+    """Whether a call after call `i` and before call `done` of `linear` wrote bytes of the
+    arena SLICE that call `i` writes as its first argument (the planner reuses the bytes of
+    a temporary none of the calls after reads)."""
+    arg = linear.src[i].src[1]
+    if arg.op is not Ops.SLICE:
+        return False
+    lo, hi = arg.arg[0], arg.arg[0] + arg.arg[1]
+    for call in linear.src[i + 1:done]:
+        for w in call_writes(call):
+            for s in buffers_of(w, Ops.SLICE):
+                if s.src[0] is arg.src[0] and s.arg[0] < hi and lo < s.arg[0] + s.arg[1]:
+                    return True
+    return False
+
+
+def _temp_copy(node: UOp, arg: UOp) -> UOp | None:
+    """`node`'s value as a private copy of the temporary `arg` (a BUFFER or a SLICE of an
+    arena) that holds it: the copy itself for a buffer state, else a view of it in `node`'s
+    shape; None for a symbolic shape."""
+    data = typed_view(arg)
+    buf = UOp.buffer(arg.dtype, data.size, (arg.src[0] if arg.op is Ops.SLICE else arg).device)
+    set_storage(buf, data)
+    if node.op is Ops.BUFFER or node.op is Ops.AFTER:  # a copy of a superseded state
+        return buf if buf.size == _storage(node).size else None
+    shape = shape_of(node)
+    if shape_syms(shape):
+        return None
+    return UOp(Ops.RESHAPE, node.dtype, (buf,), shape)
 
 
 def _kept_copy(view: UOp, buf: UOp) -> UOp:

@@ -77,6 +77,7 @@ class _Kernelizer:
         # state into a temporary (the state itself is not realized: it is also the target)
         self.copied_values: dict[UOp, None] = {}
         self.state_users: dict[UOp, list[UOp]] = {}  # base state -> the nodes using it
+        self.temps: dict[UOp, UOp] = {}  # realized node (not an AFTER) -> its internal BUFFER
         self.has_vars = any(n.op in (Ops.DEFINE_VAR, Ops.BIND) for n in self.nodes)
 
     # -- deciding what is realized --------------------------------------------------------------
@@ -276,6 +277,7 @@ class _Kernelizer:
         shape = shape_of(n)
         buf = UOp(Ops.BUFFER, n.dtype, (),
                   (fresh_internal_buffer_slot(), device_of(n), max_numel(shape)))
+        self.temps[n] = buf
         if n.op is Ops.COPY:
             src = n.src[0]
             while src.op is Ops.RESHAPE and src not in self.realized:
@@ -361,3 +363,11 @@ def get_kernel_graph(sink: UOp) -> UOp:
     Raises `ScheduleError` when a SINK source is not an ``AFTER(state, STORE(view, value))``.
     """
     return _Kernelizer(sink).run()
+
+
+def kernel_graph_and_temps(sink: UOp) -> tuple[UOp, dict[UOp, UOp]]:
+    """`get_kernel_graph(sink)` and the temporaries it made: each realized node of the tensor
+    graph that is no AFTER (rules 2-7), mapped to the internal BUFFER its kernel writes (the
+    first argument of that kernel's CALL)."""
+    k = _Kernelizer(sink)
+    return k.run(), k.temps
