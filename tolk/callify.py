@@ -816,13 +816,15 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
             pairs = temps()
         except Exception:  # (lowering the graph again failed: the graphs stay as they are)
             pairs = []
-    for node, arg in pairs:
-        if node in kept or node in copies or not (
-                node in lost or any(n in lost for n in node.toposort())):
-            continue
-        copy = _temp_copy(node, arg)
-        if copy is not None:
-            copies[node] = copy
+    if pairs:  # one walk: whether each node reads a lost state
+        reads_lost: dict[UOp, bool] = {}
+        for n in UOp.sink(*(node for node, _ in pairs)).toposort():
+            reads_lost[n] = n in lost or any(reads_lost[x] for x in n.src)
+        for node, arg in pairs:
+            if reads_lost[node] and node not in kept and node not in copies:
+                copy = _temp_copy(node, arg)
+                if copy is not None:
+                    copies[node] = copy
     if ran:
         _after_run([(t, view) for t, view, _ in ran], {})
     # the copies and the settled states in one pass over the graphs as they are: rebased
