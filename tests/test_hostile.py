@@ -523,8 +523,8 @@ def test_where_and_cat_refuse_operands_on_other_devices():
 def test_assign_refuses_numpy_arrays_a_tensor_cannot_be_made_from(bad):
     x = Tensor(np.zeros(3, np.float32)).realize()
     with pytest.raises(TypeError, match=re.escape(f"dtype {bad.dtype}")):
-        x[0] = bad
-    x[1] = np.array([2], np.int64)
+        x[0:1] = bad
+    x[1:2] = np.array([2], np.int64)
     np.testing.assert_array_equal(x.numpy(), [0, 2, 0])
 
 

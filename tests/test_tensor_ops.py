@@ -2511,6 +2511,25 @@ def test_setitem_takes_lists_and_arrays_cast_to_the_target_and_names_other_value
     assert x.numpy().tolist() == [[1, 2, 3], [0, 1, 2]]  # unchanged by the refusals
 
 
+def test_setitem_refuses_a_sequence_deeper_than_its_target_as_numpy():
+    a = np.zeros((2, 3))
+    x = Tensor(a.copy())
+    for idx, value in ((0, [[1.0, 2.0, 3.0]]), ((0, 0), [1.0]), ((0, 0), [[1.0]]),
+                       ((0, 0), np.array([1.0])), (slice(0, 1), [[[1.0, 2.0, 3.0]]])):
+        with pytest.raises(ValueError, match="setting an array element with a sequence"):
+            a.copy()[idx] = value
+        with pytest.raises(ValueError, match="setting an array element with a sequence"):
+            x[idx] = value
+    assert x.numpy().tolist() == a.tolist()  # refused before anything was written
+    for idx, value in ((0, np.ones((1, 3))), (slice(0, 1), np.ones((1, 1, 3))),
+                       ((0, 0), np.float64(2.0)), ((0, 0), np.array(3.0)), (1, [4.0])):
+        a[idx] = value  # arrays drop size-1 axes in front; a 0-d array is one value
+        x[idx] = value
+        assert x.numpy().tolist() == a.tolist()
+    x[0, 1] = Tensor([5.0])  # a Tensor broadcasts as in assign (PyTorch's rule)
+    assert x.numpy()[0, 1] == 5.0
+
+
 def test_a_tensor_made_from_a_tensor_is_a_copy_as_np_array():
     x = Tensor(np.arange(3, dtype=np.float32))
     c, d = Tensor(x), Tensor(x, dtype="float32")

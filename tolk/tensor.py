@@ -1672,6 +1672,8 @@ class Tensor:
     def __setitem__(self, idx, value) -> None:
         """``x[idx] = value``: an assign into the view ``x[idx]``; a tensor of another dtype
         is cast to x's first, as numpy's setitem casts an array (`assign` wants the dtype).
+        As in numpy, a list deeper than the view, or a list or array into one element, is a
+        ValueError (`_check_sequence_value`).
         With integer arrays or boolean masks in `idx`, numpy's advanced assignment
         (`tolk.indexing.setitem`: ``x[mask] = scalar`` is a lazy select; other forms realize
         their indices)."""
@@ -1681,7 +1683,9 @@ class Tensor:
             return
         if isinstance(value, Tensor) and value.dtype is not self.dtype:
             value = value.cast(self.dtype)
-        self[idx].assign(value)
+        target = self[idx]
+        _check_sequence_value(target.ndim, value)
+        target.assign(value)
 
     def cat(self, *others: Tensor, dim: int = 0) -> Tensor:
         """Concatenate along `dim` (numpy's concatenate: a new tensor, dtypes promoted);
@@ -2241,6 +2245,26 @@ def _split(shape) -> tuple[tuple[Sym, ...], int]:
 def _zero_d_int(i) -> bool:
     """Whether an index component is a 0-d integer tensor or array."""
     return isinstance(i, (Tensor, np.ndarray)) and i.ndim == 0 and i.dtype.kind in "iu"
+
+
+def _check_sequence_value(ndim: int, value) -> None:
+    """numpy's rule for ``x[idx] = value`` with basic indices: a list or tuple may have no more
+    dimensions than the view it fills, and a single element takes no list and no numpy array
+    of one dimension or more (a ValueError, before anything is written). A Tensor value
+    broadcasts as in `assign` (size-1 axes in front may go, as in PyTorch)."""
+    if isinstance(value, (list, tuple)):
+        try:
+            depth = np.ndim(np.asarray(value, dtype=object))
+        except ValueError:  # ragged: `assign` names what is wrong with it
+            return
+    elif isinstance(value, np.ndarray) and ndim == 0:
+        depth = value.ndim
+    else:
+        return
+    if depth > ndim:
+        into = "one element" if ndim == 0 else f"{ndim} dimension(s)"
+        raise ValueError(f"setting an array element with a sequence: a value of {depth} "
+                         f"dimension(s) into {into} (numpy's rule)")
 
 
 def _index_tuple(idx) -> tuple:
