@@ -810,21 +810,11 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
     # a graph equal to it in another tensor, another thread's, is no view of it)
     kept = {t.uop: _kept_copy(view, b) for t, view, b in ran}
     copies: dict[UOp, UOp] = {}  # temporaries that ran and read a lost state: their copies
-    pairs: list[tuple[UOp, UOp]] = []
     if lost and temps is not None:
         try:
-            pairs = temps()
-        except Exception:  # (lowering the graph again failed: the graphs stay as they are)
-            pairs = []
-    if pairs:  # one walk: whether each node reads a lost state
-        reads_lost: dict[UOp, bool] = {}
-        for n in UOp.sink(*(node for node, _ in pairs)).toposort():
-            reads_lost[n] = n in lost or any(reads_lost[x] for x in n.src)
-        for node, arg in pairs:
-            if reads_lost[node] and node not in kept and node not in copies:
-                copy = _temp_copy(node, arg)
-                if copy is not None:
-                    copies[node] = copy
+            copies = _copies_of_temps(temps(), lost, kept)
+        except BaseException:  # (a second interrupt, no memory: the run's own error goes up,
+            copies = {}  # the rest is settled all the same, those graphs stay as they are)
     if ran:
         _after_run([(t, view) for t, view, _ in ran], {})
     # the copies and the settled states in one pass over the graphs as they are: rebased
@@ -853,6 +843,22 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
         _rebase(_Substitution(mapping))  # x.assign(x * 2) twice, the first one settled)
     unwritten = {b for b in finals if not writers.get(b) or writers[b][0] > done}
     _detach_unrun(unwritten, [t for t, _, b in outputs if not written(b)])
+
+
+def _copies_of_temps(pairs: list[tuple[UOp, UOp]], lost: set[UOp],
+                     kept: dict[UOp, UOp]) -> dict[UOp, UOp]:
+    """Of the temporaries that ran (`_ran_temps`' pairs), those whose node reads a `lost`
+    state (one walk of them all) mapped to a private copy of their value (`_temp_copy`)."""
+    reads_lost: dict[UOp, bool] = {}
+    for n in UOp.sink(*(node for node, _ in pairs)).toposort():
+        reads_lost[n] = n in lost or any(reads_lost[x] for x in n.src)
+    copies: dict[UOp, UOp] = {}
+    for node, arg in pairs:
+        if reads_lost[node] and node not in kept and node not in copies:
+            copy = _temp_copy(node, arg)
+            if copy is not None:
+                copies[node] = copy
+    return copies
 
 
 def _ran_temps(linear: UOp, done: int, make_sink: Callable[[dict[UOp, UOp]], UOp]
