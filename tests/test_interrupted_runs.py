@@ -126,6 +126,21 @@ def test_a_temporary_whose_bytes_were_reused_is_not_read_back():
         assert [t.numpy().tolist() for t in ts] == want, after
 
 
+def test_an_interrupt_between_parts_run_apart_leaves_each_part_readable():
+    from tolk import Variable
+
+    m = Variable("m", 1, 3)
+    b = Tensor(np.arange(4.0)).realize()
+    a = b + 100  # a reader of b's value now
+    l1 = b + m.bind(1)
+    l2 = l1 + m.bind(3)  # m = 1 through l1, m = 3 itself
+    b.assign(b * 10)  # its realize takes a, l1, l2 along: their values disagree, run apart
+    assert _interrupted(b, 1)  # after a's part
+    for _ in range(2):
+        assert l2.numpy().tolist() == [4, 5, 6, 7]  # raised "bound to both" at every read
+    assert b.numpy().tolist() == [0, 10, 20, 30] and a.numpy().tolist() == [100, 101, 102, 103]
+
+
 def _random_program(seed: int):
     r = random.Random(seed)
     nbuf = r.randint(1, 3)

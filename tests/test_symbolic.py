@@ -301,6 +301,29 @@ def test_a_realize_whose_parts_bind_a_variable_to_two_values_runs_them_apart():
         (x[:n.bind(2)].sum() + x[:n.bind(3)].sum()).numpy()
 
 
+def test_a_part_run_apart_that_reads_a_pending_assign_of_another_value_runs_apart_too():
+    n = Variable("n", 1, 3)
+    x, y = Tensor(np.arange(4.0)).realize(), Tensor(np.zeros(4)).realize()
+    old = x * 1  # a lazy reader of x's value now
+    y.assign(y + n.bind(2))  # pending, n = 2
+    z = old + y + n.bind(3)  # n = 3 itself, reads y's pending state (n = 2)
+    x.assign(z)
+    x.realize()  # z, taken along, is a part run apart: y's assign runs before it
+    assert x.numpy().tolist() == [5, 6, 7, 8] and y.numpy().tolist() == [2] * 4
+    assert z.numpy().tolist() == [5, 6, 7, 8]
+
+
+def test_a_tensor_over_a_lazy_tensor_of_another_value_reads_that_tensor_computed_first():
+    m = Variable("m", 1, 3)
+    b = Tensor(np.arange(4.0)).realize()
+    l1 = b + m.bind(1)
+    l2 = l1 + m.bind(3)  # m = 1 through l1, m = 3 itself: two statements, one value each
+    assert l2.numpy().tolist() == [4, 5, 6, 7] and l1.numpy().tolist() == [1, 2, 3, 4]
+    c = Tensor(np.arange(4.0)).realize()
+    with pytest.raises(ValueError, match="bound to both"):  # within one expression: refused
+        ((c + m.bind(1)) + m.bind(3)).numpy()
+
+
 def test_negative_slice_bounds_count_from_the_end_of_a_symbolic_axis():
     a = np.arange(40, dtype=np.float32).reshape(4, 10)
     n = Variable("n", 2, 7)

@@ -372,14 +372,15 @@ def _copy_old_states(sink: UOp, originals: dict[UOp, UOp] | None = None) -> UOp:
 state_lock = threading.RLock()  # one realize or assign at a time (see Threads above)
 
 
-def realize(tensors, run: bool = True, _split: bool = True, _retry: bool = True):
+def realize(tensors, run: bool = True, _split: bool | int = True, _retry: bool = True):
     """Compute `tensors` in one schedule (see `_realize_now`), one realize or assign of any
     thread at a time."""
     with state_lock:
         return _realize_now(tensors, run, _split, _retry)
 
 
-def _realize_now(tensors, run: bool = True, _split: bool = True, _retry: bool = True):
+def _realize_now(tensors, run: bool = True, _split: bool | int = True,
+                 _retry: bool = True):
     """Compute `tensors` in one schedule; with ``run=False`` return ``(LINEAR, var_vals)`` only.
 
     A view of a live lazy tensor is computed by realizing that tensor (the view then reads
@@ -446,14 +447,15 @@ def _realize_now(tensors, run: bool = True, _split: bool = True, _retry: bool = 
 
 
 def _realize_taking(asked, tensors, computed, pending, key, bufs, binds, nodes, finals, form,
-                    _split: bool, start: float, run: bool = True, known: bool = False,
+                    _split: bool | int, start: float, run: bool = True, known: bool = False,
                     size: int = 0):
     """The rest of `realize`, its closure found: `asked` and what it took along (`tensors`);
     `size`: the nodes of the graph when `known` (a program found by its form: no `nodes`)."""
     if nodes is not None:
         size = len(nodes)
     if not known:
-        if run and _split and _binds_disagree(binds) and _realize_apart(asked, tensors, nodes):
+        if run and _split and _binds_disagree(binds) and \
+                _realize_apart(asked, tensors, nodes, int(_split)):
             return realize(asked, _split=False)  # what was taken along ran first
         if not computed and not pending:
             return (UOp(Ops.LINEAR, src=()), {}) if not run else None
@@ -1212,21 +1214,33 @@ def _binds_disagree(binds) -> bool:
     return any(seen.setdefault(b.src[0].arg[0], b.src[1].arg) != b.src[1].arg for b in binds)
 
 
-def _realize_apart(asked: list[Tensor], tensors: list[Tensor], nodes) -> bool:
+APART_DEPTH = 8  # realizes run apart inside realizes run apart, at most this deep
+
+
+def _realize_apart(asked: list[Tensor], tensors: list[Tensor], nodes, level: int = 1) -> bool:
     """A realize whose parts bind one variable to two values (each statement bound it once:
     a reader of a state, or a pending assign, made with another value) runs its parts one
     after another, as the statements ran: first the lazy tensors taken along (they read
-    states the rest overwrites), then each pending assign's final state; the asked tensors
-    follow (`realize` again, once). False when there is nothing to run apart (the values
-    disagree within what was asked: a ScheduleError follows)."""
+    states the rest overwrites), then each pending assign's final state; when the values
+    disagree within what was asked, the live lazy tensors its graph holds, innermost first
+    (``l1 = b + n.bind(1); l2 = l1 + n.bind(3)``: l1, then l2 over l1's buffer). Each part is
+    a realize of its own, itself run apart where its values disagree (`level` deep, up to
+    `APART_DEPTH`). The asked tensors follow (`realize` again, once). False when there is
+    nothing to run apart (a ScheduleError follows)."""
     ids = {id(t) for t in asked}
     parts = [t for t in tensors if id(t) not in ids]
     below = {n.src[0] for n in nodes if n.op is Ops.AFTER}
-    parts += [_tensor_of_state(n) for n in nodes if n.op is Ops.AFTER and n not in below]
+    parts += [t for n in nodes if n.op is Ops.AFTER and n not in below
+              and id(t := _tensor_of_state(n)) not in ids]
+    if not parts:
+        at = {n: i for i, n in enumerate(nodes)}
+        roots = {t.uop for t in asked}
+        parts = sorted((t for t in list(_lazy) if t.uop in at and t.uop not in roots),
+                       key=lambda t: at[t.uop])
     if not parts:
         return False
-    for t in parts:  # one at a time: each bound its variables once (an error otherwise)
-        realize([t], _split=False)
+    for t in parts:  # one at a time: each bound its variables once (or runs apart itself)
+        realize([t], _split=level + 1 if level < APART_DEPTH else False)
     return True
 
 
