@@ -141,6 +141,23 @@ def test_an_interrupt_between_parts_run_apart_leaves_each_part_readable():
     assert b.numpy().tolist() == [0, 10, 20, 30] and a.numpy().tolist() == [100, 101, 102, 103]
 
 
+def test_a_failing_reader_of_a_state_overwritten_again_makes_a_read_raise_once():
+    y = Tensor(np.arange(4.0)).realize()
+    y[0:2] = 7.0
+    y[1:3] = 5.0  # pending assigns
+    bad = y[Tensor(np.array([9]))] + 1  # its kernel raises; it reads y's pending state
+    y.assign(y * 2)  # y does not read `bad`
+    errors = 0
+    for _ in range(3):
+        try:
+            assert y.numpy().tolist() == [14, 10, 10, 6]
+        except IndexError:
+            errors += 1
+    assert errors == 1  # it raised twice: `bad` was taken along again over y's new state
+    with pytest.raises(IndexError):
+        bad.numpy()
+
+
 def _random_program(seed: int):
     r = random.Random(seed)
     nbuf = r.randint(1, 3)

@@ -843,7 +843,9 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
             _register_view(t)
     elif mapping:  # (once: a state rebuilt over its buffer can be a settled state's node,
         _rebase(_Substitution(mapping))  # x.assign(x * 2) twice, the first one settled)
-    unwritten = {b for b in finals if not writers.get(b) or writers[b][0] > done}
+    # buffers a pending assign of which is still to run: a computed tensor that did not run
+    # reads what they hold now, which those assigns will overwrite
+    unwritten = {b for b in finals if not writers.get(b) or writers[b][-1] > done}
     _detach_unrun(unwritten, [t for t, _, b in outputs if not written(b)])
 
 
@@ -975,8 +977,8 @@ def _detach_unrun(unwritten: set[UOp], lazies: list[Tensor]) -> bool:
 
 
 def _detach_now(unwritten: set[UOp], lazies: list[Tensor]) -> bool:
-    """Computed tensors of a failed run whose kernels did not run, that read buffers whose
-    pending assigns did not run either, read a copy of those buffers from now on: the value
+    """Computed tensors of a failed run whose kernels did not run, that read buffers with a
+    pending assign that did not run either, read a copy of those buffers from now on: the value
     they read, which the assigns will overwrite. Otherwise the next realize of the buffer
     takes them along again, and one whose kernel fails (``x ** e`` with a negative int in e)
     would fail every realize of the buffer. Only the tensor's own reads are replaced: a
