@@ -141,6 +141,28 @@ def test_an_interrupt_between_parts_run_apart_leaves_each_part_readable():
     assert b.numpy().tolist() == [0, 10, 20, 30] and a.numpy().tolist() == [100, 101, 102, 103]
 
 
+def test_temporaries_of_a_program_with_variables_are_found_too():
+    from tolk import Variable
+
+    n = Variable("n", 1, 4)
+
+    def build():
+        x = Tensor(np.arange(4.0)).realize()
+        a = x[:n.bind(3)] * 1
+        x.assign(x + 1)
+        b = x[:n.bind(3)] * 1
+        x.assign(x * 3)
+        q = a + b * 10 + x[:n.bind(3)] * 100  # reads x's three states, over a symbolic slice
+        return [x, q]
+
+    want = [t.numpy().tolist() for t in build()]
+    assert want[1] == [310, 621, 932]
+    for after in range(1, len(build()[1].schedule_linear().src)):
+        ts = build()
+        assert _interrupted(ts[1], after)
+        assert [t.numpy().tolist() for t in ts] == want, after
+
+
 def test_a_failing_reader_of_a_state_overwritten_again_makes_a_read_raise_once():
     y = Tensor(np.arange(4.0)).realize()
     y[0:2] = 7.0

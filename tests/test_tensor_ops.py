@@ -2527,7 +2527,14 @@ def test_setitem_refuses_a_sequence_deeper_than_its_target_as_numpy():
         x[idx] = value
         assert x.numpy().tolist() == a.tolist()
     x[0, 1] = Tensor([5.0])  # a Tensor broadcasts as in assign (PyTorch's rule)
-    assert x.numpy()[0, 1] == 5.0
+    a[0, 1] = 5.0
+    assert x.numpy().tolist() == a.tolist()
+    for value in (np.array([6.0]), np.array([[7.0]])):  # a 0-d view through `...`: numpy's
+        a[0, 0, ...] = value  # broadcast, not one element
+        x[0, 0, ...] = value
+        assert x.numpy().tolist() == a.tolist()
+    with pytest.raises(ValueError, match="sequence"):
+        x[0, 0, ...] = [8.0]  # a list still may not be deeper than its target
 
 
 def test_a_tensor_made_from_a_tensor_is_a_copy_as_np_array():

@@ -499,7 +499,7 @@ def _realize_taking(asked, tensors, computed, pending, key, bufs, binds, nodes, 
                                interrupted=not getattr(e, "call_failed", False),
                                temps=lambda: _ran_temps(linear, done, lambda originals:
                                                         _build_sink(computed, pending, out_bufs,
-                                                                    originals)))
+                                                                    originals), binds))
         raise
     _after_run([(t, _out_view(t, b)) for t, b in zip(computed, out_bufs)], finals,
                0 if _realize.capturing else 2 * size + 16)  # (a capture writes at its end)
@@ -729,15 +729,21 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
                        outputs: list[tuple[Tensor, UOp, UOp]] = (),
                        interrupted: bool = False,
                        temps: Callable[[], list[tuple[UOp, UOp]]] | None = None) -> None:
-    """`_settle_now` under the registry lock (it moves views and rewrites lazy tensors)."""
+    """`_settle_now` under the registry lock (it moves views and rewrites lazy tensors); the
+    temporaries that ran (`temps`) are found before it is taken (the graph lowered again)."""
+    pairs: list[tuple[UOp, UOp]] = []
+    if finals and temps is not None:  # (no pending assign: no state the run overwrote)
+        try:
+            pairs = temps()
+        except BaseException:  # (a second interrupt, no memory: the run's own error goes up,
+            pairs = []  # the rest is settled all the same, those graphs stay as they are)
     with registry_lock:
-        _settle_now(linear, done, finals, outputs, interrupted, temps)
+        _settle_now(linear, done, finals, outputs, interrupted, pairs)
 
 
 def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
                 outputs: list[tuple[Tensor, UOp, UOp]] = (),
-                interrupted: bool = False,
-                temps: Callable[[], list[tuple[UOp, UOp]]] | None = None) -> None:
+                interrupted: bool = False, temps: list[tuple[UOp, UOp]] = ()) -> None:
     """After a run whose call `done` raised (the calls before it ran), each written buffer's
     pending assigns: those a call which ran wrote are settled (their tensors read the buffer,
     the new value); the one the failing call wrote is dropped, as an eager op that raises (the
@@ -756,8 +762,8 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
     what ran is settled, the rest stays pending.
     A graph left to run that reads a state the run overwrote (``p = x * 10; x.assign(y);
     q = p + x``, stopped after the assign: q's kernel read p's temporary, computed before)
-    reads private copies of the temporaries that ran instead (`temps`: `_ran_temps`), where
-    the value it needs is still held: the old value, not the new one."""
+    reads private copies of the temporaries that ran instead (`temps`: `_ran_temps`' pairs),
+    where the value it needs is still held: the old value, not the new one."""
     writers: dict[UOp, list[int]] = {}
     for i, call in enumerate(linear.src):
         for b in call_writes(call):
@@ -791,7 +797,8 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
             ran, failed = 0, bool(calls) and calls[0] in doomed
         if ran:
             mapping[chain[ran - 1]] = b
-            lost.add(chain[0].src[0])  # the states before it: their values are gone
+            lost.add(chain[0].src[0])  # the states before it (the bare buffer too, whose
+            # node now stands for what it holds after the run): their values are gone
             lost.update(chain[:ran - 1])
         if failed:
             mapping[chain[ran]] = b if ran else chain[0].src[0]
@@ -812,11 +819,11 @@ def _settle_now(linear: UOp, done: int, finals: dict[UOp, UOp],
     # a graph equal to it in another tensor, another thread's, is no view of it)
     kept = {t.uop: _kept_copy(view, b) for t, view, b in ran}
     copies: dict[UOp, UOp] = {}  # temporaries that ran and read a lost state: their copies
-    if lost and temps is not None:
+    if lost and temps:
         try:
-            copies = _copies_of_temps(temps(), lost, kept)
-        except BaseException:  # (a second interrupt, no memory: the run's own error goes up,
-            copies = {}  # the rest is settled all the same, those graphs stay as they are)
+            copies = _copies_of_temps(temps, lost, kept)
+        except BaseException:  # (a second interrupt, no memory: as in `_settle_failed_run`)
+            copies = {}
     if ran:
         _after_run([(t, view) for t, view, _ in ran], {})
     # the copies and the settled states in one pass over the graphs as they are: rebased
@@ -865,18 +872,23 @@ def _copies_of_temps(pairs: list[tuple[UOp, UOp]], lost: set[UOp],
     return copies
 
 
-def _ran_temps(linear: UOp, done: int, make_sink: Callable[[dict[UOp, UOp]], UOp]
-               ) -> list[tuple[UOp, UOp]]:
+def _ran_temps(linear: UOp, done: int, make_sink: Callable[[dict[UOp, UOp]], UOp],
+               binds: list[UOp]) -> list[tuple[UOp, UOp]]:
     """The temporaries of a run that calls ``0 .. done - 1`` of `linear` wrote, as (the node
     of the tensors' graphs it holds, the argument holding it: a BUFFER or an arena's SLICE):
     what the graph of `make_sink` (which fills the dict it is given with `_build_sink`'s
-    originals) lowers to again, matched call by call (the schedule is a function of the
-    graph's form); empty when the two schedules differ in their kernels (nested calls)."""
+    originals) lowers to again, its `binds` replaced by their variables as the program's were,
+    matched call by call (the schedule is a function of the graph's form); empty when the two
+    schedules differ (nested calls, joins of several devices)."""
     from tolk.schedule import CycleError, create_schedule
     from tolk.schedule.kernelize import kernel_graph_and_temps
 
     built: dict[UOp, UOp] = {}
     sink = make_sink(built)
+    if binds:  # (nodes over a variable stand for those over its BIND)
+        unbind = _Substitution({b: b.src[0] for b in binds})
+        sink = unbind(sink)
+        built = built | {v: built.get(k, k) for k, v in unbind.out.items() if v is not k}
     copied: dict[UOp, UOp] = {}
     graph, temps = kernel_graph_and_temps(sink)
     try:
@@ -898,8 +910,9 @@ def _ran_temps(linear: UOp, done: int, make_sink: Callable[[dict[UOp, UOp]], UOp
 
 
 def _same_call(lowered: UOp, bound: UOp) -> bool:
-    """Whether a call of a lowered schedule (internal BUFFERs) is the call of the bound one
-    (the same kernel, the same buffers of the program where they are no temporaries)."""
+    """Whether a call of a schedule lowered again (temporaries are internal BUFFERs) is the
+    call of the one that ran (the same kernel; in each argument the same buffer, but where the
+    first has a temporary: there, a SLICE of an arena or an internal BUFFER)."""
     if lowered.src[0] is not bound.src[0] or len(lowered.src) != len(bound.src):
         return False
     for a, b in zip(lowered.src[1:], bound.src[1:]):
@@ -1234,10 +1247,12 @@ def _realize_apart(asked: list[Tensor], tensors: list[Tensor], nodes, level: int
     below = {n.src[0] for n in nodes if n.op is Ops.AFTER}
     parts += [t for n in nodes if n.op is Ops.AFTER and n not in below
               and id(t := _tensor_of_state(n)) not in ids]
-    if not parts:
+    if not parts:  # (this thread's: another thread's tensors are its own)
         at = {n: i for i, n in enumerate(nodes)}
         roots = {t.uop for t in asked}
-        parts = sorted((t for t in list(_lazy) if t.uop in at and t.uop not in roots),
+        me = threading.get_ident()
+        mine = [t for r in _lazy.newest(len(_lazy)) if r.thread == me and (t := r()) is not None]
+        parts = sorted((t for t in mine if t.uop in at and t.uop not in roots),
                        key=lambda t: at[t.uop])
     if not parts:
         return False

@@ -1684,7 +1684,8 @@ class Tensor:
         if isinstance(value, Tensor) and value.dtype is not self.dtype:
             value = value.cast(self.dtype)
         target = self[idx]
-        _check_sequence_value(target.ndim, value)
+        _check_sequence_value(target.ndim, value, len(idx) == self.ndim and all(
+            type(i) is int or isinstance(i, np.integer) for i in idx))
         target.assign(value)
 
     def cat(self, *others: Tensor, dim: int = 0) -> Tensor:
@@ -2247,22 +2248,27 @@ def _zero_d_int(i) -> bool:
     return isinstance(i, (Tensor, np.ndarray)) and i.ndim == 0 and i.dtype.kind in "iu"
 
 
-def _check_sequence_value(ndim: int, value) -> None:
+def _check_sequence_value(ndim: int, value, element: bool) -> None:
     """numpy's rule for ``x[idx] = value`` with basic indices: a list or tuple may have no more
-    dimensions than the view it fills, and a single element takes no list and no numpy array
-    of one dimension or more (a ValueError, before anything is written). A Tensor value
-    broadcasts as in `assign` (size-1 axes in front may go, as in PyTorch)."""
+    dimensions than the view it fills (`ndim`), and one element (`element`: an integer index
+    on every axis) takes no numpy array of one dimension or more (a ValueError, before
+    anything is written). A Tensor value broadcasts as in `assign` (size-1 axes in front may
+    go, as in PyTorch)."""
     if isinstance(value, (list, tuple)):
-        try:
-            depth = np.ndim(np.asarray(value, dtype=object))
-        except ValueError:  # ragged: `assign` names what is wrong with it
-            return
-    elif isinstance(value, np.ndarray) and ndim == 0:
+        depth, v = 0, value  # (along the first entries: `assign` checks the rest)
+        while isinstance(v, (list, tuple)):
+            depth += 1
+            if not v:
+                break
+            v = v[0]
+        if isinstance(v, np.ndarray):
+            depth += v.ndim
+    elif isinstance(value, np.ndarray) and element:
         depth = value.ndim
     else:
         return
     if depth > ndim:
-        into = "one element" if ndim == 0 else f"{ndim} dimension(s)"
+        into = "one element" if element else f"{ndim} dimension(s)"
         raise ValueError(f"setting an array element with a sequence: a value of {depth} "
                          f"dimension(s) into {into} (numpy's rule)")
 
