@@ -504,3 +504,37 @@ def test_an_arg_nested_past_the_export_bound_is_refused_when_the_node_is_built()
     for depth in (MAX_ARG_DEPTH + 1, 5000):  # 5000: a RecursionError inside the key before
         with pytest.raises(ValueError, match="nested deeper than"):
             UOp(Ops.NOOP, dtypes.void, (), nested(depth))
+
+
+def test_claiming_an_entry_never_overwrites_a_live_one_another_thread_put_there():
+    import weakref
+
+    from tolk.uop.ops import claim_entry
+
+    class Obj:
+        pass
+
+    for switch_at in (1, 2, 3):  # the read of the dead entry after which another thread acts
+        table: dict = {}
+        theirs, inserted = Obj(), []
+
+        class Dead(weakref.ref):  # a dead entry; reading it lets "another thread" run once:
+            reads = 0  # its callback removes the entry and it interns its own live object
+
+            def __call__(self):
+                Dead.reads += 1
+                if Dead.reads == switch_at and table.get("k") is self:
+                    del table["k"]
+                    table["k"] = weakref.ref(theirs)
+                    inserted.append(True)
+                return None
+
+        gone = Obj()
+        dead = Dead(gone)
+        del gone
+        table["k"] = dead
+        mine = Obj()
+        got = claim_entry(table, "k", weakref.ref(mine), dead)
+        assert table["k"]() is got  # one live object per key, the one handed out
+        if inserted:
+            assert got is theirs  # theirs is alive and stays interned

@@ -28,7 +28,6 @@ forms again when it is built anew.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from tolk.uop.ops import Ops, UOp, _Ref, _remove_dead_weakref, claim_entry
@@ -56,7 +55,6 @@ class Form:
 
 # (op, dtype, arg key, source forms) or (BUFFER, dtype, device, size) -> its live form
 _forms: dict[tuple, _Ref] = {}
-_forms_lock = threading.Lock()  # only for replacing an entry whose form just died
 _FREE = object()  # `_form` of a node with no BUFFER or BIND below it: the node is its form
 _NONE = object()  # `_form` of a node with no form
 _LEAF = object()  # `_links` of a BUFFER or BIND: the node itself (a node holding itself
@@ -78,7 +76,7 @@ def _form(key: tuple, flags: int, _get=_forms.get) -> Form:
     ref = _Ref(f, _drop)
     ref.key = key
     got = _forms.setdefault(key, ref)  # one atomic step: two threads get one form
-    return f if got is ref else claim_entry(_forms, _forms_lock, key, ref, got)
+    return f if got is ref else claim_entry(_forms, key, ref, got)
 
 
 def _make(n: UOp, _bind=Ops.BIND, _after=Ops.AFTER) -> None:

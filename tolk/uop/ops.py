@@ -26,7 +26,7 @@ except ImportError:  # not CPython: the same check in two steps
     def _remove_dead_weakref(table: dict, key: Any) -> None:
         ref = table.get(key)
         if ref is not None and ref() is None:
-            del table[key]
+            table.pop(key, None)
 
 from tolk.dtype import DType, dtypes
 
@@ -341,7 +341,6 @@ def fresh_internal_buffer_slot() -> int:
 
 
 _intern: dict[tuple, weakref.ref] = {}
-_intern_lock = threading.Lock()  # only for replacing an entry whose node just died
 
 # A node's `_cache` until something is stored in it: one shared, read-only empty mapping, so
 # the many nodes nothing is ever remembered on (the calls a schedule builds, the slices a plan
@@ -376,21 +375,22 @@ class _Ref(weakref.ref):
     __slots__ = ("key",)
 
 
-def claim_entry(table: dict, lock: threading.Lock, key: Any, ref: weakref.ref,
-                got: weakref.ref) -> Any:
+def claim_entry(table: dict, key: Any, ref: weakref.ref, got: weakref.ref) -> Any:
     """The object interned under `key` in a table of weak references, after
     ``table.setdefault(key, ref)`` returned `got`, another thread's entry: that entry's object
-    if it is alive, else `ref`'s (a dead entry whose callback has not run yet is replaced)."""
-    other = got()
-    if other is not None:
-        return other
-    with lock:
-        got = table.get(key)
-        other = got() if got is not None else None
+    if it is alive, else `ref`'s (a dead entry whose callback has not run yet is removed and
+    the insert tried again). Only atomic dict steps: a dead entry is removed only while it is
+    still the entry, so a live one another thread inserts meanwhile is never overwritten (a
+    check and a write, even under a lock, let a node alive in one thread lose its entry to
+    another thread's equal node: two live nodes for one key)."""
+    while True:
+        other = got()
         if other is not None:
             return other
-        table[key] = ref
-    return ref()
+        _remove_dead_weakref(table, key)
+        got = table.setdefault(key, ref)
+        if got is ref:
+            return ref()
 
 
 def _drop(ref: _Ref, _remove=_remove_dead_weakref, _table=_intern) -> None:
@@ -542,7 +542,7 @@ class UOp:
         got = _intern.setdefault(k, ref)
         if got is ref:
             return node
-        return claim_entry(_intern, _intern_lock, k, ref, got)
+        return claim_entry(_intern, k, ref, got)
 
     def __reduce__(self):
         raise TypeError("UOps are not pickled; use tolk.uop.export_graph")
