@@ -732,7 +732,8 @@ def _settle_failed_run(linear: UOp, done: int, finals: dict[UOp, UOp],
     """`_settle_now` under the registry lock (it moves views and rewrites lazy tensors); the
     temporaries that ran (`temps`) are found before it is taken (the graph lowered again)."""
     pairs: list[tuple[UOp, UOp]] = []
-    if finals and temps is not None:  # (no pending assign: no state the run overwrote)
+    if finals and done and temps is not None:  # (no pending assign, or nothing ran: no
+        # state the run overwrote)
         try:
             pairs = temps()
         except BaseException:  # (a second interrupt, no memory: the run's own error goes up,

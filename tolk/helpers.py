@@ -101,6 +101,18 @@ def prod(xs) -> int:
     return out
 
 
+def sequence_depth(value) -> int:
+    """How many axes numpy would give a nested list or tuple (read along its first entries,
+    an array at the bottom adding its own); 0 for anything else but an array (its ndim)."""
+    depth = 0
+    while isinstance(value, (list, tuple)):
+        depth += 1
+        if not value:
+            return depth
+        value = value[0]
+    return depth + value.ndim if hasattr(value, "ndim") and hasattr(value, "shape") else depth
+
+
 def round_up(x: int, align: int) -> int:
     """`x` rounded up to a multiple of `align` (align ≥ 1)."""
     return (x + align - 1) // align * align

@@ -34,7 +34,7 @@ import numpy as np
 
 from tolk.dtype import dtypes
 from tolk.errors import DeviceError, RaggedIndexError, ShapeError
-from tolk.helpers import prod
+from tolk.helpers import prod, sequence_depth
 
 
 def _broadcastable(src: tuple, dst: tuple) -> bool:
@@ -350,8 +350,7 @@ def _check_full_mask_value(x, idx: tuple, value) -> None:
     if not (dtype is dtypes.bool or (isinstance(m, np.ndarray) and dtype == np.bool_)) \
             or m.ndim != x.ndim:
         return
-    ndim = value.ndim if hasattr(value, "ndim") else np.ndim(value) \
-        if isinstance(value, (list, tuple)) else 0
+    ndim = sequence_depth(value)
     if ndim > 1:
         raise TypeError(f"x[mask] = value with a boolean mask over all {x.ndim} axes of x needs "
                         f"a value of 0 or 1 dimensions (numpy's rule), got {ndim} dimensions")

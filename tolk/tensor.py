@@ -34,7 +34,7 @@ import numpy as np
 
 from tolk.dtype import DType, _round_int_to_bf16, dtypes, least_upper_dtype, to_dtype
 from tolk.errors import DeviceError, ShapeError
-from tolk.helpers import prod
+from tolk.helpers import prod, sequence_depth
 from tolk.runtime.device import canonical_device
 from tolk.uop.form import Form, form_of
 from tolk.uop.ops import GroupOp, Ops, UOp, node_cache
@@ -2255,14 +2255,7 @@ def _check_sequence_value(ndim: int, value, element: bool) -> None:
     anything is written). A Tensor value broadcasts as in `assign` (size-1 axes in front may
     go, as in PyTorch)."""
     if isinstance(value, (list, tuple)):
-        depth, v = 0, value  # (along the first entries: `assign` checks the rest)
-        while isinstance(v, (list, tuple)):
-            depth += 1
-            if not v:
-                break
-            v = v[0]
-        if isinstance(v, np.ndarray):
-            depth += v.ndim
+        depth = sequence_depth(value)  # (along the first entries: `assign` checks the rest)
     elif isinstance(value, np.ndarray) and element:
         depth = value.ndim
     else:
