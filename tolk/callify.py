@@ -946,14 +946,13 @@ def _temp_copy(node: UOp, arg: UOp) -> UOp | None:
     arena) that holds it: the copy itself for a buffer state, else a view of it in `node`'s
     shape; None for a symbolic shape."""
     data = typed_view(arg)
+    state = node.op is Ops.BUFFER or node.op is Ops.AFTER  # a copy of a superseded state
+    shape = None if state else shape_of(node)
+    if (data.size != _storage(node).size) if state else shape_syms(shape):
+        return None  # (decided before anything is copied)
     buf = UOp.buffer(arg.dtype, data.size, (arg.src[0] if arg.op is Ops.SLICE else arg).device)
     set_storage(buf, data)
-    if node.op is Ops.BUFFER or node.op is Ops.AFTER:  # a copy of a superseded state
-        return buf if buf.size == _storage(node).size else None
-    shape = shape_of(node)
-    if shape_syms(shape):
-        return None
-    return UOp(Ops.RESHAPE, node.dtype, (buf,), shape)
+    return buf if state else UOp(Ops.RESHAPE, node.dtype, (buf,), shape)
 
 
 def _kept_copy(view: UOp, buf: UOp) -> UOp:
