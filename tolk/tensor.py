@@ -1684,8 +1684,7 @@ class Tensor:
         if isinstance(value, Tensor) and value.dtype is not self.dtype:
             value = value.cast(self.dtype)
         target = self[idx]
-        _check_sequence_value(target.ndim, value, len(idx) == self.ndim and all(
-            type(i) is int or isinstance(i, np.integer) for i in idx))
+        _check_sequence_value(target.ndim, value, idx, self.ndim)
         target.assign(value)
 
     def cat(self, *others: Tensor, dim: int = 0) -> Tensor:
@@ -2248,18 +2247,22 @@ def _zero_d_int(i) -> bool:
     return isinstance(i, (Tensor, np.ndarray)) and i.ndim == 0 and i.dtype.kind in "iu"
 
 
-def _check_sequence_value(ndim: int, value, element: bool) -> None:
+def _check_sequence_value(ndim: int, value, idx: tuple, base_ndim: int) -> None:
     """numpy's rule for ``x[idx] = value`` with basic indices: a list or tuple may have no more
-    dimensions than the view it fills (`ndim`), and one element (`element`: an integer index
-    on every axis) takes no numpy array of one dimension or more (a ValueError, before
-    anything is written). A Tensor value broadcasts as in `assign` (size-1 axes in front may
-    go, as in PyTorch)."""
+    dimensions than the view it fills (`ndim`), and one element (an integer index on every
+    one of x's `base_ndim` axes) takes no numpy array of one dimension or more (a ValueError,
+    before anything is written). A Tensor value broadcasts as in `assign` (size-1 axes in
+    front may go, as in PyTorch). Scalars and tensors, the common values, are not looked at."""
     if isinstance(value, (list, tuple)):
         depth = sequence_depth(value)  # (along the first entries: `assign` checks the rest)
-    elif isinstance(value, np.ndarray) and element:
+    elif isinstance(value, np.ndarray):
         depth = value.ndim
     else:
         return
+    element = len(idx) == base_ndim and all(
+        type(i) is int or isinstance(i, np.integer) for i in idx)
+    if not element and not isinstance(value, (list, tuple)):
+        return  # (an array broadcasts into a view)
     if depth > ndim:
         into = "one element" if element else f"{ndim} dimension(s)"
         raise ValueError(f"setting an array element with a sequence: a value of {depth} "
