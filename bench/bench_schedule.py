@@ -30,7 +30,12 @@ the same lifetimes) is cleared before each run, so every run plans. Two numbers 
   repeats reuse the memory its first run freed (Python keeps those pools); a large one's
   emptied arenas go back to the system and come back as fresh pages (at 100k kernels, measured
   at 132042a: 0-0.1 page faults a kernel in create_schedule, ~0.25 in memory_plan_rewrite, up
-  to 0.4 µs of system time per kernel, every run).
+  to 0.4 µs of system time per kernel, every run). The report counts them: page faults per
+  kernel of each call, first and repeats, at every size. On a virtual machine a fault can
+  cost several µs (measured on a freshly started one: ~3 µs a page reused soon after it was
+  freed, 9-12 µs a page the machine had not backed yet), so a 100k run that takes 0.1-0.2
+  faults a kernel can run 1.5-2x as long per kernel as one that takes none, which the 1k runs
+  (whose memory is reused) never do: the first place to look when a 100k cell is slow.
 
 Cold (``--no-cold``: off): each round also times tolk's smallest size with the CPU caches
 emptied before every timed run (a 64 MiB buffer read line by line after the collection).
@@ -92,6 +97,11 @@ import statistics
 import subprocess
 import sys
 import time
+
+try:
+    import resource  # page faults per run (Unix)
+except ImportError:  # pragma: no cover
+    resource = None
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -265,20 +275,34 @@ def run_once(sink: Any, held: list[Any], n: int, plan: bool,
     try:
         if cold:
             _empty_caches()
+        f0 = _faults()
         t0 = clock()
         lin = impl.schedule(sink)
         sched = clock() - t0
+        f1 = _faults()
         if cold and plan:
             _empty_caches()
+        f2 = _faults()
         t1 = clock()
         planned = impl.plan(lin, held) if plan else None
         t2 = clock()
+        f3 = _faults()
     finally:
         gc.enable()
+    run_faults.append((f1 - f0, f3 - f2 if plan else None))
     if len(lin.src) != n:
         raise AssertionError(f"expected {n} kernels in the LINEAR, got {len(lin.src)}")
     del lin, planned  # freed before the next repeat: its CALLs are rebuilt, not interned hits
     return sched, (t2 - t1) if plan else None
+
+
+run_faults: list[tuple[int, int | None]] = []  # per `run_once`: page faults of each call
+
+
+def _faults() -> int:
+    """The page faults this process took so far (0 where the system does not count them): a
+    fault is a fresh page of memory from the system, some µs each on this machine."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource else 0
 
 
 _sweep: list[bytearray] = []  # `_empty_caches`'s buffer, made on first use
@@ -293,15 +317,18 @@ def _empty_caches() -> None:
 
 
 Times = tuple[float, float | None]  # seconds of create_schedule, of memory_plan_rewrite
+# page faults of create_schedule and memory_plan_rewrite, first, then repeats
+Faults = tuple[float, float | None, float, float | None]
 
 
 def measure(shape: str, n: int, plan: bool, clock_name: str,
-            impl: Impl = TOLK, cold: bool = False) -> tuple[Times, Times]:
-    """``(first, repeats)`` on a fresh `shape` graph of `n` kernels: the graph's first schedule
-    (after a warm-up that schedules and plans another graph of the same shape and size
+            impl: Impl = TOLK, cold: bool = False) -> tuple[Times, Times, Faults]:
+    """``(first, repeats, faults)`` on a fresh `shape` graph of `n` kernels: the graph's first
+    schedule (after a warm-up that schedules and plans another graph of the same shape and size
     ``impl.warmups`` times and frees it: the process's one-time costs are paid, the new graph's
-    memory is its own) and the medians of ``impl.repeats[n]`` more; `cold`: every timed run
-    starts from emptied CPU caches (see `COLD`)."""
+    memory is its own), the medians of ``impl.repeats[n]`` more, and the page faults of the
+    first's two calls and the median run's (`run_faults`); `cold`: every timed run starts from
+    emptied CPU caches (see `COLD`)."""
     clock = getattr(time, clock_name)
     build = SHAPES[shape]
     warm, warm_held = build(n, prefix="warm_", impl=impl)  # never the measured graph's nodes
@@ -310,23 +337,27 @@ def measure(shape: str, n: int, plan: bool, clock_name: str,
     del warm, warm_held
     sink, held = build(n, impl=impl)
     first = run_once(sink, held, n, plan, clock, impl, cold)
+    first_faults = run_faults[-1]
     runs = [run_once(sink, held, n, plan, clock, impl, cold)
             for _ in range(impl.repeats.get(n, 1))]
+    faults = run_faults[-len(runs):]
     del sink, held
     sched = statistics.median(r[0] for r in runs)
-    return first, (sched, statistics.median(r[1] for r in runs) if plan else None)
+    return first, (sched, statistics.median(r[1] for r in runs) if plan else None), (
+        *first_faults, statistics.median(f[0] for f in faults),
+        statistics.median(f[1] for f in faults) if plan else None)
 
 
 def _in_worker(shape: str, n: int, plan: bool, clock_name: str,
-               impl: str = "tolk", cold: bool = False) -> tuple[Times, Times]:
+               impl: str = "tolk", cold: bool = False) -> tuple[Times, Times, Faults]:
     """`measure` in a fresh Python process: no earlier graph's garbage shapes this one's heap."""
     cmd = [sys.executable, __file__, "--worker", shape, str(n), str(int(plan)), clock_name, impl,
            str(int(cold))]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{shape} {n}: worker failed:\n{done.stderr}")
-    first, repeats = json.loads(done.stdout.strip().splitlines()[-1])
-    return tuple(first), tuple(repeats)
+    first, repeats, faults = json.loads(done.stdout.strip().splitlines()[-1])
+    return tuple(first), tuple(repeats), tuple(faults)
 
 
 Cell = tuple[str, str, int]  # (implementation, shape, kernels)
@@ -435,15 +466,18 @@ def main() -> None:
     # cell -> per round: µs/kernel of (first create_schedule, first memory_plan_rewrite,
     # repeated create_schedule, repeated memory_plan_rewrite)
     cells: dict[Cell, list[tuple[float | None, ...]]] = {}
+    fault_cells: dict[Cell, list[tuple[float | None, ...]]] = {}  # the same, page faults/kernel
     decide = _Plan(opts.plan_budget, opts.peer_budget, opts.full)
     def timed(r: int, impl: str, shape: str, n: int, plan: bool, cold: bool = False) -> Times:
         """Measure a cell (in a worker unless --in-process), keep its µs per kernel under
         `impl` (`COLD` for a cold one), and return the repeats' seconds."""
-        first, repeats = (measure(shape, n, plan, opts.clock, _impl(impl), cold)
-                          if opts.in_process else
-                          _in_worker(shape, n, plan, opts.clock, impl, cold))
+        first, repeats, faults = (measure(shape, n, plan, opts.clock, _impl(impl), cold)
+                                  if opts.in_process else
+                                  _in_worker(shape, n, plan, opts.clock, impl, cold))
         cells.setdefault((COLD if cold else impl, shape, n), []).append(tuple(
             t / n * 1e6 if t is not None else None for t in (*first, *repeats)))
+        fault_cells.setdefault((COLD if cold else impl, shape, n), []).append(tuple(
+            f / n if f is not None else None for f in faults))
         print(f"  done: round {r + 1}: {impl} {shape} {n}{' cold' if cold else ''}",
               file=sys.stderr, flush=True)
         return repeats
@@ -464,7 +498,7 @@ def main() -> None:
                         _grow(prev, "plan", n, repeats[1])
             if not opts.no_cold and len(sizes) > 1:  # tolk's smallest size, from cold caches
                 timed(r, "tolk", shape, sizes[0], True, cold=True)
-    _report(cells, opts.shapes, sizes, impls, decide.notes)
+    _report(cells, opts.shapes, sizes, impls, decide.notes, fault_cells)
 
 
 def _tinygrad_version() -> str:
@@ -480,7 +514,8 @@ def _verdict(ratio: float | None) -> str:
 
 
 def _report(cells: dict[Cell, list[tuple[float | None, ...]]], shapes: list[str],
-            sizes: list[int], impls: list[str], notes: list[str]) -> None:
+            sizes: list[int], impls: list[str], notes: list[str],
+            fault_cells: dict[Cell, list[tuple[float | None, ...]]] | None = None) -> None:
     def median_of(cell: Cell, which: int) -> float | None:
         vals = [c[which] for c in cells.get(cell, ()) if c[which] is not None]
         return statistics.median(vals) if vals else None
@@ -540,6 +575,18 @@ def _report(cells: dict[Cell, list[tuple[float | None, ...]]], shapes: list[str]
                 over = [ratio("tolk", shape, k, lo, hi, lo_impl=COLD)[0] for k in (first, repeats)]
                 print(f"- {shape}: {fmt(here[0])} / {fmt(here[1])} µs/kernel; "
                       f"{size(hi)} over it {opt(over[0])} / {opt(over[1])}")
+    if fault_cells:
+        print("\nPage faults per kernel (fresh pages from the system, taken during the timed "
+              "call; the median over rounds), create_schedule first / repeats, "
+              "memory_plan_rewrite first / repeats:")
+        for shape in shapes:
+            parts = []
+            for n in sizes:
+                got = [statistics.median(v) if (v := [c[k] for c in fault_cells.get(
+                    ("tolk", shape, n), ()) if c[k] is not None]) else None for k in (0, 2, 1, 3)]
+                parts.append(f"{size(n)} " + " / ".join(
+                    "n/a" if f is None else f"{f:.3f}" for f in got))
+            print(f"- {shape}: " + "; ".join(parts))
     if mid in sizes:
         print(f"\ncreate_schedule at {mid} kernels (goal < {SPEED_GOAL_US:.0f} µs/kernel, "
               "met when both are under it), first / repeats:")

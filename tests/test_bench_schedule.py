@@ -23,6 +23,8 @@ def test_bench_schedule_prints_its_tables_ratios_and_cold_cells():
     cold = [line for line in out.splitlines() if line.startswith("- chain:") and "over it" in line]
     assert len(cold) == 2 and not any("n/a" in c or "skipped" in c for c in cold), out
     assert "time.thread_time; 2 round(s)" in out
+    faults = [line for line in out.splitlines() if line.startswith("- assign: 20 ")]
+    assert len(faults) == 1 and "; 60 " in faults[0] and "n/a" not in faults[0], out
 
 
 def test_run_once_times_neither_cache_sweep_of_a_cold_run(monkeypatch):
@@ -44,6 +46,10 @@ def test_run_once_times_neither_cache_sweep_of_a_cold_run(monkeypatch):
     impl = bs.TOLK._replace(schedule=lambda sink: advance(1.0, Linear()),
                             plan=lambda lin, held: advance(2.0), before_run=lambda: None)
     clock = lambda: now[0]  # noqa: E731
+    before = len(bs.run_faults)
     assert bs.run_once(None, [], 3, True, clock, impl, cold=True) == (1.0, 2.0)
     assert bs.run_once(None, [], 3, False, clock, impl, cold=True) == (1.0, None)
     assert bs.run_once(None, [], 3, True, clock, impl) == (1.0, 2.0)
+    runs = bs.run_faults[before:]  # page faults of each call, per run
+    assert len(runs) == 3 and runs[1][1] is None
+    assert all(type(f) is int and f >= 0 for run in runs for f in run if f is not None)
