@@ -2288,6 +2288,11 @@ def test_pad_keeps_the_dtype_and_casts_the_value_as_np_pad():
         assert got.dtype == want.dtype and got.tolist() == want.tolist(), (value, got, want)
     got = Tensor(np.zeros(2, np.float16)).pad(((0, 1),), value=0.1).numpy()
     assert got.dtype == np.float16 and got[-1] == np.float16(0.1)
+    u = Tensor(np.arange(2, dtype=np.uint8))
+    for value in (-2, 256, -1.5):  # outside uint8: an error, as Tensor.full's (np.pad wraps)
+        with pytest.raises(ValueError, match="out of bounds for uint8"):
+            u.pad(((1, 1),), value=value)
+    assert u.pad(((1, 1),), value=255).numpy().tolist() == [255, 0, 1, 255]
 
 
 def test_python_ints_past_int64_make_uint64_and_wide_fills_int64():

@@ -1474,8 +1474,10 @@ class Tensor:
     def pad(self, padding, value: Scalar = 0) -> Tensor:
         """Pad with `value`: ``padding`` is ``((before, after), ...)`` per axis (None = no pad),
         or a flat tuple of ints in PyTorch order (last axis first). The result keeps this
-        tensor's dtype, `value` cast to it (as ``np.pad``: 7.5 pads an int tensor with 7).
-        Negative widths cut. As ``np.pad``, the result is a new tensor, not a view: writes
+        tensor's dtype, `value` cast to it as ``Tensor.full`` casts (7.5 pads an int tensor
+        with 7, as ``np.pad``; a value outside the dtype's range, -2 for uint8 say, is a
+        ValueError, numpy 2's rule for a Python int next to an array, where ``np.pad`` wraps
+        some such values and refuses others). Negative widths cut. As ``np.pad``, the result is a new tensor, not a view: writes
         into it stay in it, and later writes into this tensor do not reach it (it is computed
         lazily: no copy is made unless one of them is written)."""
         return self._pad(padding, value)._copy()
@@ -2490,13 +2492,15 @@ def _py_value(x: Scalar, d: DType) -> Scalar:
     if d is dtypes.bool:
         return bool(x)
     if d.is_int:
+        given = x
         if isinstance(x, (float, np.floating)):
             if not math.isfinite(x):
                 raise ValueError(f"cannot represent {x} as {d.name}")
             x = int(x)
         info = np.iinfo(d.np)
         if not info.min <= int(x) <= info.max:
-            raise ValueError(f"Python integer {x} is out of bounds for {d.name}")
+            what = f"Python integer {x}" if given is x else f"{given!r} (as an integer {x})"
+            raise ValueError(f"{what} is out of bounds for {d.name}")
         return int(x)
     if d is dtypes.bfloat16 and isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         return float(_round_int_to_bf16(int(x)))  # once, from the int (float() rounds first)
