@@ -1477,9 +1477,10 @@ class Tensor:
         tensor's dtype, `value` cast to it as ``Tensor.full`` casts (7.5 pads an int tensor
         with 7, as ``np.pad``; a value outside the dtype's range, -2 for uint8 say, is a
         ValueError, numpy 2's rule for a Python int next to an array, where ``np.pad`` wraps
-        some such values and refuses others). Negative widths cut. As ``np.pad``, the result is a new tensor, not a view: writes
-        into it stay in it, and later writes into this tensor do not reach it (it is computed
-        lazily: no copy is made unless one of them is written)."""
+        some such values and refuses others). Negative widths cut. As ``np.pad``, the result
+        is a new tensor, not a view: writes into it stay in it, and later writes into this
+        tensor do not reach it (it is computed lazily: no copy is made unless one of them is
+        written)."""
         return self._pad(padding, value)._copy()
 
     def _pad(self, padding, value: Scalar = 0) -> Tensor:
