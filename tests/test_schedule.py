@@ -127,6 +127,27 @@ def test_join_through_mstack_and_mselect_waits_for_every_device():
                                               (UOp(Ops.MSTACK, F32, (a0, a1)),), 1)
 
 
+def test_joins_that_share_their_parts_are_walked_once_per_node():
+    # m = MSTACK(m, m) forty times names one buffer through 2**40 paths: every walk of a join
+    # (create_schedule's reads, the planner's buffers, held joins, linear_stats) visits each
+    # node once (it took exponential time before)
+    tmp, out, user = buf(-7), buf(-8), buf(9)
+    m = written = write(tmp, "w")
+    for _ in range(40):
+        m = UOp(Ops.MSTACK, F32, (m, m))
+    lin = create_schedule(UOp.sink(write(out, "r", m), write(user, "u", written)))
+    assert names(lin) == ["w", "r", "u"] or names(lin) == ["w", "u", "r"]
+    reader = next(c for c in lin.src if c.src[0].arg.name == "r")
+    assert reader.src[2].toposort()[0] is tmp  # the join rebuilt over the storage
+    planned = memory_plan_rewrite(lin)
+    slices = {c.src[0].arg.name: c.src[1:] for c in planned.src}
+    assert slices["w"][0].op is Ops.SLICE and slices["r"][0].op is Ops.SLICE
+    views = [n for n in slices["r"][1].toposort() if n.op is Ops.SLICE]
+    assert views == [slices["w"][0]]  # one SLICE through every path
+    assert linear_stats(lin).unplanned_bytes == 2 * tmp.nbytes
+    assert memory_plan_rewrite(lin, held_bufs=[reader.src[2], out]) is lin
+
+
 def test_multi_device_assign_join_orders_readers_before_writers():
     # a sharded buffer updated in place on each device: the new state joins both writes
     a0, a1 = buf(1, device="CPU:1"), buf(2, device="CPU:2")

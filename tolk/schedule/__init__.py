@@ -113,18 +113,25 @@ def _kernel_arg(fn: Callable[..., Any], arg: UOp, kernel: UOp, *rest: Any) -> An
 
 
 def _states(arg: UOp) -> list[UOp]:
-    """The buffer states (AFTER | BUFFER | PARAM) an argument reads; MSTACK/MSELECT join them
-    (a BIND, also under a wrapper, is a value, no state)."""
+    """The buffer states (AFTER | BUFFER | PARAM) an argument reads, each once; MSTACK/MSELECT
+    join them (a BIND, also under a wrapper, is a value, no state). A node met again is not
+    walked again (joins sharing their parts stay linear)."""
     if arg.op in _STATE_OPS:  # the common case: the argument is a state already
         return [arg]
-    out, todo = [], [arg]
+    out: dict[UOp, None] = {}
+    seen: set[UOp] = set()
+    todo = [arg]
     while todo:
-        s = _unwrap(todo.pop())
+        s = todo.pop()
+        if s in seen:
+            continue
+        seen.add(s)
+        s = _unwrap(s)
         if s.op in (Ops.MSELECT, Ops.MSTACK):
             todo.extend(reversed(s.src))
         elif s.op is not Ops.BIND:
-            out.append(s)
-    return out
+            out[s] = None
+    return list(out)
 
 
 def _split_after(after: UOp) -> tuple[list[UOp], list[UOp]]:

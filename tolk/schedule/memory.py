@@ -24,15 +24,21 @@ ALIGNMENT = 256
 def buffers_of(arg: UOp, op: Ops | tuple[Ops, ...] = Ops.BUFFER) -> list[UOp]:
     """The BUFFERs (or the nodes of another `op`, or of any of a tuple of ops: SLICEs) an
     argument names, looking through MSTACK/MSELECT (nested to any depth, without recursion),
-    in order."""
+    each once, in order (left to right, depth first). A join met again is not walked again:
+    joins that share their parts (``m = MSTACK(m, m)``, 40 times) are linear, not exponential."""
     ops = op if isinstance(op, tuple) else (op,)
     if arg.op in ops:
         return [arg]
     if arg.op is not Ops.MSTACK and arg.op is not Ops.MSELECT:
         return []
-    out, todo = [], [arg]
+    out: list[UOp] = []
+    seen: set[UOp] = set()
+    todo = [arg]
     while todo:
         s = todo.pop()
+        if s in seen:
+            continue
+        seen.add(s)
         if s.op in ops:
             out.append(s)
         elif s.op is Ops.MSTACK or s.op is Ops.MSELECT:
