@@ -558,6 +558,23 @@ def test_void_is_no_dtype_for_tensor_data():
             make()
 
 
+def test_a_falsy_value_as_dtype_is_refused_as_any_other_non_dtype():
+    # `dtype or default` took 0, '', [] and False for "no dtype given"
+    x = Tensor([1.0, 2.0])
+    makers = (lambda d: Tensor.zeros(2, dtype=d), lambda d: Tensor.ones(2, dtype=d),
+              lambda d: Tensor.empty(2, dtype=d), lambda d: Tensor.eye(2, dtype=d),
+              lambda d: Tensor.rand(2, dtype=d), lambda d: Tensor.randn(2, dtype=d),
+              lambda d: Tensor.arange(3, dtype=d), lambda d: x.zeros_like(d),
+              lambda d: x.full_like(2, dtype=d), lambda d: x.sum(dtype=d),
+              lambda d: x.prod(dtype=d))
+    for make in makers:
+        for bad in (0, "", [], False, 1):
+            with pytest.raises(TypeError, match="dtype"):
+                make(bad)
+        assert make(None).dtype in (dtypes.float32, dtypes.int32)  # None: the default
+    assert x.sum(dtype=None).numpy() == 3.0 and x.sum(dtype="int64").dtype is dtypes.int64
+
+
 def test_zero_d_softmax_transpose_linear_and_symbolic_windows():
     from tolk import Variable
     from tolk.errors import ShapeError

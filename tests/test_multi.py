@@ -417,3 +417,8 @@ def test_sharded_bitwise_operators_are_tensors():
     assert (6 | m).numpy().tolist() == (6 | a).tolist() and (~m).numpy().tolist() == (~a).tolist()
     m ^= 5
     assert m.numpy().tolist() == (a ^ 5).tolist()
+    b = np.array([7, 1, 6, 2], np.int32)  # a plain tensor on the left defers to the shards
+    m = Tensor(a).shard(DEVS, 0)
+    for op in (operator.and_, operator.or_, operator.xor):
+        got = op(Tensor(b), m)
+        assert isinstance(got, MultiTensor) and got.numpy().tolist() == op(b, a).tolist()

@@ -481,11 +481,11 @@ class Tensor:
 
     @staticmethod
     def zeros(*shape, dtype=None, device=None) -> Tensor:
-        return Tensor.full(shape, 0, dtype or dtypes.default_float, device)
+        return Tensor.full(shape, 0, dtypes.default_float if dtype is None else dtype, device)
 
     @staticmethod
     def ones(*shape, dtype=None, device=None) -> Tensor:
-        return Tensor.full(shape, 1, dtype or dtypes.default_float, device)
+        return Tensor.full(shape, 1, dtypes.default_float if dtype is None else dtype, device)
 
     def zeros_like(self, dtype=None) -> Tensor:
         return self.full_like(0, dtype)
@@ -497,14 +497,14 @@ class Tensor:
         """A tensor of this one's shape filled with `fill_value` (a symbolic size takes the
         value bound in this tensor's graph)."""
         syms = [x.name for x in self.shape if isinstance(x, Sym)]
-        return Tensor._full(self.shape, fill_value, dtype or self.dtype, self.device,
-                            self._binds(syms) if syms else ())
+        return Tensor._full(self.shape, fill_value, self.dtype if dtype is None else dtype,
+                            self.device, self._binds(syms) if syms else ())
 
     @staticmethod
     def empty(*shape, dtype=None, device=None) -> Tensor:
         """An uninitialised tensor; its storage is allocated when a schedule first uses it."""
         shape = _shape_arg(shape)
-        d = _data_dtype(dtype or dtypes.default_float)
+        d = _data_dtype(dtypes.default_float if dtype is None else dtype)
         buf = UOp.buffer(d, prod(shape), canonical_device("CPU" if device is None else device))
         return Tensor(_view_of_buffer(buf, shape))
 
@@ -528,8 +528,11 @@ class Tensor:
         arr = np.arange(start, stop, step)
         fits = arr.dtype.kind == "f" or not arr.size or (
             np.iinfo(np.int32).min <= arr.min() and arr.max() <= np.iinfo(np.int32).max)
-        d = _data_dtype(dtype) if dtype else (dtypes.default_float if arr.dtype.kind == "f"
-                                           else dtypes.default_int if fits else dtypes.int64)
+        if dtype is not None:
+            d = _data_dtype(dtype)
+        else:
+            d = dtypes.default_float if arr.dtype.kind == "f" else \
+                dtypes.default_int if fits else dtypes.int64
         if d is dtypes.bool and arr.size > 2:  # numpy's rule
             raise TypeError(f"arange of bools has at most 2 elements, got {arr.size}")
         if d.is_int and d is not dtypes.bool and isinstance(start, (int, np.integer)):
@@ -548,7 +551,8 @@ class Tensor:
                 raise TypeError(f"eye's {what} must be an int, got {v!r}")
             if v < 0:
                 raise ShapeError(f"eye's {what} must not be negative, got {v}")
-        return Tensor(np.eye(n, m), device=device, dtype=dtype or dtypes.default_float)
+        return Tensor(np.eye(n, m), device=device,
+                      dtype=dtypes.default_float if dtype is None else dtype)
 
     @staticmethod
     def manual_seed(seed: int = 0) -> None:
@@ -569,7 +573,7 @@ class Tensor:
     def rand(*shape, dtype=None, device=None) -> Tensor:
         """Uniform in [0, 1) (a float dtype: in 16 bits, values that would round up to 1 are
         the largest below it)."""
-        d = _data_dtype(dtype or dtypes.default_float)
+        d = _data_dtype(dtypes.default_float if dtype is None else dtype)
         if not d.is_float:
             raise TypeError(f"rand draws floats, got dtype {d.name}")
         x = Tensor._rng().random(_shape_arg(shape), dtype=np.float32)
@@ -580,7 +584,7 @@ class Tensor:
     @staticmethod
     def randn(*shape, dtype=None, device=None) -> Tensor:
         """Standard normal."""
-        d = _data_dtype(dtype or dtypes.default_float)
+        d = _data_dtype(dtypes.default_float if dtype is None else dtype)
         if not d.is_float:
             raise TypeError(f"randn draws floats, got dtype {d.name}")
         return _random(Tensor(Tensor._rng().standard_normal(_shape_arg(shape), dtype=np.float32),
@@ -590,7 +594,7 @@ class Tensor:
     def uniform(*shape, low=0.0, high=1.0, dtype=None, device=None) -> Tensor:
         """Uniform in [low, high): drawn in float64 and rounded to the dtype, a value that
         rounds up to `high` becomes the largest one below it (as `rand`)."""
-        d = _data_dtype(dtype or dtypes.default_float)
+        d = _data_dtype(dtypes.default_float if dtype is None else dtype)
         if not d.is_float:
             raise TypeError(f"uniform draws floats, got dtype {d.name}")
         if isinstance(low, Tensor) or isinstance(high, Tensor):  # bounds per element
@@ -649,7 +653,8 @@ class Tensor:
         return x.expand(shape)
 
     def _alu(self, op: Ops, *srcs: Tensor, dtype: DType | None = None) -> Tensor:
-        return Tensor(UOp(op, dtype or self.dtype, (self.uop, *(s.uop for s in srcs))))
+        return Tensor(UOp(op, self.dtype if dtype is None else dtype,
+                          (self.uop, *(s.uop for s in srcs))))
 
     def _binop(self, op: Ops, other, reverse: bool = False, out: DType | None = None) -> Tensor:
         a, b = self._operands(other, reverse)
@@ -852,13 +857,13 @@ class Tensor:
         return a._alu(op, b)
 
     def __and__(self, x):
-        return self._bitwise(Ops.AND, x)
+        return NotImplemented if type(x) in DEFER_TO else self._bitwise(Ops.AND, x)
 
     def __or__(self, x):
-        return self._bitwise(Ops.OR, x)
+        return NotImplemented if type(x) in DEFER_TO else self._bitwise(Ops.OR, x)
 
     def __xor__(self, x):
-        return self._bitwise(Ops.XOR, x)
+        return NotImplemented if type(x) in DEFER_TO else self._bitwise(Ops.XOR, x)
 
     def __rand__(self, x):
         return self._bitwise(Ops.AND, x, True)
@@ -1098,7 +1103,7 @@ class Tensor:
     def _accumulate(self, op: Ops, axis, keepdim: bool, dtype) -> Tensor:
         if dtype is None and self.dtype.is_float and self.dtype.itemsize == 2:
             return self.cast(dtypes.float32)._reduce(op, axis, keepdim).cast(self.dtype)
-        return self.cast(dtype or self._acc_dtype())._reduce(op, axis, keepdim)
+        return self.cast(self._acc_dtype() if dtype is None else dtype)._reduce(op, axis, keepdim)
 
     @_numpy_names
     def max(self, axis=None, keepdim: bool = False) -> Tensor:
