@@ -3371,6 +3371,15 @@ def test_logsumexp_one_hot_tril_triu_split_and_chunk_match_numpy():
     np.testing.assert_array_equal(got, (idx[..., None] == np.arange(3)).astype(np.int32))
     with pytest.raises(TypeError, match="integer"):
         Tensor([1.0]).one_hot(2)
+    with pytest.raises(ValueError, match=r"\(int32 \*\* a negative value of an exponent tensor\)"):
+        (Tensor([2, 3]) ** Tensor([1, -1])).numpy()
+    from tolk import Variable
+    for bad in ("a", 2.0, True, Variable("n", 1, 8).bind(3)):  # a static int, by type
+        with pytest.raises(TypeError, match="number of classes must be an int"):
+            Tensor([1]).one_hot(bad)
+    with pytest.raises(ValueError, match=">= 0, got -1"):
+        Tensor([1]).one_hot(-1)
+    assert Tensor([1]).one_hot(np.int64(2)).numpy().tolist() == [[0, 1]]
     b = rng.standard_normal((2, 4, 3)).astype(np.float32)
     b[0, 0, 2] = np.nan
     for k in (-2, 0, 1, 5):

@@ -281,6 +281,15 @@ def test_export_import_round_trip_renumbers_internal_slots():
     assert import_graph(data, keep_internal_slots=True) is g
 
 
+def test_export_of_no_uop_and_a_node_of_an_int_op_are_type_errors():
+    with pytest.raises(TypeError, match="export_graph needs a UOp, got NoneType"):
+        export_graph(None)
+    c = UOp.const(F32, 1.5)  # an int equal to Ops.CONST names no op, even for a built node
+    with pytest.raises(TypeError, match="Ops member"):
+        UOp(int(Ops.CONST), c.dtype, c.src, c.arg)
+    assert UOp(Ops.CONST, c.dtype, c.src, c.arg) is c
+
+
 def test_two_imports_of_the_same_bytes_never_share_an_internal_slot():
     data = export_graph(small_graph(internal=-9))
     slots = []

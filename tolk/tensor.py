@@ -1301,8 +1301,11 @@ class Tensor:
         rows of zeros."""
         if self.dtype.is_float or self.dtype is dtypes.bool:
             raise TypeError(f"one_hot needs an integer tensor, got {self.dtype.name}")
-        if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) \
-                or num_classes < 0:
+        if isinstance(num_classes, (bool, np.bool_)) \
+                or not isinstance(num_classes, (int, np.integer)):
+            raise TypeError(f"one_hot's number of classes must be an int (a static size), got "
+                            f"{type(num_classes).__name__} {num_classes!r}"[:200])
+        if num_classes < 0:
             raise ValueError(f"one_hot needs a number of classes >= 0, got {num_classes!r}")
         classes = Tensor.arange(int(num_classes), dtype=dtypes.int64, device=self.device)
         return (self.unsqueeze(-1).cast(dtypes.int64) == classes).cast(dtypes.default_int)

@@ -344,12 +344,13 @@ class _Codegen:
             if op is Ops.POW and not n.dtype.is_float and not n.dtype.is_unsigned \
                     and n.dtype is not dtypes.bool:  # numpy's error, raised before any store
                 e = n.src[1]
+                msg = repr(f"integers to negative integer powers are not allowed "
+                           f"({n.dtype.name} ** a negative value of an exponent tensor), as "
+                           f"in numpy: use a float tensor")
                 if e not in self.constval:  # (a constant exponent was checked when built)
-                    self.lines.append(f"    if any_negative({s[1]}): raise ValueError("
-                                      "'Integers to negative integer powers are not allowed.')")
+                    self.lines.append(f"    if any_negative({s[1]}): raise ValueError({msg})")
                 elif any_negative(self.constval[e]):
-                    self.lines.append("    raise ValueError('Integers to negative integer "
-                                      "powers are not allowed.')")
+                    self.lines.append(f"    raise ValueError({msg})")
             call = f"{_UNARY[op]}({s[0]}" if op in _UNARY else f"{_BINARY[op]}({s[0]}, {s[1]}"
             if op is Ops.POW and n.src[1] in self.constval \
                     and self.constval[n.src[1]].reshape(-1)[:1].tolist() == [2]:

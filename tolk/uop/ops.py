@@ -512,7 +512,7 @@ class UOp:
         ref = _intern.get(k)
         if ref is not None:
             node = ref()
-            if node is not None:
+            if node is not None and node.op is op:  # (an int equal to an op is refused below)
                 return node
         if type(op) is not Ops or not isinstance(dtype, DType):  # a new node: checked once
             raise TypeError(f"UOp needs an Ops member and a DType, got {op!r} and {dtype!r}")

@@ -27,7 +27,10 @@ VERSION = 1
 
 
 def export_graph(root: UOp) -> bytes:
-    """Serialize the graph under `root` (every reachable node) to bytes."""
+    """Serialize the graph under `root` (every reachable node) to bytes; a `root` that is no
+    UOp is a TypeError."""
+    if not isinstance(root, UOp):
+        raise TypeError(f"export_graph needs a UOp, got {type(root).__name__}")
     nodes = root.toposort()
     strings: dict[str, int] = {}
     for n in nodes:
