@@ -1190,3 +1190,19 @@ def test_a_closure_tensor_that_was_the_input_at_capture_is_still_checked_by_name
     cfg = [Tensor(np.ones(3, np.float32))]  # noqa: F841 (another kind of container)
     with pytest.raises(JitError, match="cfg\\['w'\\]"):
         g(Tensor(np.ones(3, np.float32)))
+
+
+def test_a_recursive_jitted_function_captures_its_top_level_call():
+    # its nested calls during the first, plain call counted as calls of their own: the one
+    # with n=1 was captured and every later top-level call with n=2 refused
+    from tolk import jit
+
+    @jit
+    def f(a, n):
+        return a if n == 0 else f(a * 2 + 1, n - 1)
+
+    for x in (0.0, 1.0, 5.0, -2.0):  # plain, capture, replays
+        assert f(Tensor([x]), 2).numpy().tolist() == [(x * 2 + 1) * 2 + 1]
+    assert f.calls == 2
+    with pytest.raises(JitError, match="captured with"):
+        f(Tensor([0.0]), 3)

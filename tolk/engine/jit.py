@@ -50,8 +50,9 @@ as an attribute or inside a function it calls, is computed from what its sources
 each replay). A capture that
 raises runs what the function had realized before the error, as a plain call would have,
 and the next call captures again. A jitted function called while another one captures (in
-the same thread) runs as plain code: its schedules join the outer capture. With
-``CAPTURING=0`` every call runs the function as plain code.
+the same thread) runs as plain code: its schedules join the outer capture; one called from
+inside its own first, plain call (a recursive function) runs as plain code too and counts
+as no call of its own. With ``CAPTURING=0`` every call runs the function as plain code.
 """
 
 from __future__ import annotations
@@ -317,6 +318,7 @@ class CapturedJit:
         self.in_closure: dict[int, tuple] = {}  # inputs that were a closure tensor at capture
         self.baked_vals: dict[str, int] = {}  # variables the arguments do not bind
         self._lock = threading.RLock()  # a nested call of this function runs as plain code
+        self._plain = 0  # how deep the first, plain call runs in the thread holding `_lock`
         self._replay_lock = threading.Lock()
         self.initial: dict[UOp, np.ndarray] = {}  # host data made inside, then written
         try:
@@ -394,12 +396,12 @@ class CapturedJit:
         binds = [x for x in flat if not isinstance(x, Tensor)]
         if self.calls < 2 and not capturing and CAPTURING.value:
             with self._lock:  # the first call and the capture, one thread at a time (another
-                if self.calls < 2:  # thread's call waits: the capture is one for all)
+                if self.calls < 2 and not self._plain:  # thread's call waits: the capture is
                     return self._first_calls(tensors, binds, kinds, skeleton, args, kwargs)
-        if capturing or not CAPTURING.value:
-            out = self.fn(*args, **kwargs)  # plain code (inside a capture: part of it)
-            _realize_outputs(out)
-            return out
+                if self._plain:  # one for all); called from inside the first call: plain code
+                    return self._plain_call(args, kwargs)
+        if capturing or not CAPTURING.value:  # plain code (inside a capture: part of it)
+            return self._plain_call(args, kwargs)
         if skeleton != self.in_skeleton:
             self._refuse_skeleton(skeleton)
         if kinds != self.in_kinds:
@@ -407,6 +409,12 @@ class CapturedJit:
                            f"shards) {kinds}, captured with {self.in_kinds} (None: a tensor "
                            f"or variable): sharded inputs must keep their layout")
         return self._replay(tensors, binds)
+
+    def _plain_call(self, args: tuple, kwargs: dict) -> Any:
+        """The function run as plain code, its outputs realized."""
+        out = self.fn(*args, **kwargs)
+        _realize_outputs(out)
+        return out
 
     def _refuse_skeleton(self, skeleton: list) -> None:
         """A JitError naming the first item where a call's arguments differ from the
@@ -436,9 +444,11 @@ class CapturedJit:
             for t in tensors:  # what the capture will ask of them, asked from the first call
                 _input_buffer(t)
             self.calls = 1
-            out = self.fn(*args, **kwargs)
-            _realize_outputs(out)
-            return out
+            self._plain += 1
+            try:
+                return self._plain_call(args, kwargs)
+            finally:
+                self._plain -= 1
         out = self._capture(tensors, binds, args, kwargs)
         self.in_kinds = kinds
         self.in_skeleton = [x.kept() if isinstance(x, _Constant) else x for x in skeleton]
