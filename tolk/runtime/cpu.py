@@ -292,8 +292,9 @@ class _Codegen:
             src_shape = shape_of(leaf.src[0])
             idx = ", ".join(f"{b}:{b} + {_dim_code(d)}" for (b, _), d in zip(leaf.arg, src_shape))
             self.lines.append(f"    {name}[{idx},] {op} {self.names[leaf.src[0]]}")
+        copied = set(pads)  # (a set: a list here made a concatenation of n parts n**2)
         for leaf in self.padsums[n]:
-            if leaf not in pads:
+            if leaf not in copied:
                 self.lines.append(f"    {name} += {self.names[leaf]}")
 
     def const(self, value: object) -> str:
