@@ -1016,6 +1016,11 @@ class Tensor:
     clamp = clip
 
     def cast(self, dtype: DType | str) -> Tensor:
+        """This tensor's values as `dtype` (itself when the dtype is the same), as numpy's
+        ``astype``: floats to ints truncate toward zero, and NaN, inf or a float outside the
+        int dtype's range give what numpy's cast of a C-contiguous array gives (no error, as
+        numpy; the same value whatever the layout of the view cast); ints wrap; bfloat16
+        rounds once, to nearest even."""
         d = _data_dtype(dtype)
         return self if d is self.dtype else self._alu(Ops.CAST, dtype=d)
 
