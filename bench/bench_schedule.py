@@ -300,8 +300,8 @@ run_faults: list[tuple[int, int | None]] = []  # per `run_once`: page faults of 
 
 
 def _faults() -> int:
-    """The page faults this process took so far (0 where the system does not count them): a
-    fault is a fresh page of memory from the system, some µs each on this machine."""
+    """The minor page faults this process took so far (0 where the system does not count
+    them): each is a fresh page of memory from the system, some µs each on this machine."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource else 0
 
 
@@ -327,8 +327,8 @@ def measure(shape: str, n: int, plan: bool, clock_name: str,
     schedule (after a warm-up that schedules and plans another graph of the same shape and size
     ``impl.warmups`` times and frees it: the process's one-time costs are paid, the new graph's
     memory is its own), the medians of ``impl.repeats[n]`` more, and the page faults of the
-    first's two calls and the median run's (`run_faults`); `cold`: every timed run starts from
-    emptied CPU caches (see `COLD`)."""
+    first's two calls and, for each call, their median over the repeats (`run_faults`);
+    `cold`: every timed run starts from emptied CPU caches (see `COLD`)."""
     clock = getattr(time, clock_name)
     build = SHAPES[shape]
     warm, warm_held = build(n, prefix="warm_", impl=impl)  # never the measured graph's nodes

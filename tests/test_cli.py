@@ -93,6 +93,22 @@ def test_the_html_timeline_draws_each_buffer_with_its_own_lifetime():
     assert find_overlaps(*lifetimes(planned)[:4])  # the views alone: two drawn as one
 
 
+def test_the_timeline_pairs_each_buffer_of_a_join_with_its_own_view():
+    # two zero-sized buffers share one planned SLICE node: the buffers of a join were paired
+    # with its views by position, and a dropped duplicate shifted the later ones
+    from schedule_helpers import F32, buf, write
+
+    from tolk.report import lifetimes
+    from tolk.schedule import create_schedule, memory_plan_rewrite
+    from tolk.uop import Ops, UOp
+
+    z1, z2, b3, out = buf(-1, size=0), buf(-2, size=0), buf(-3, size=16), buf(5)
+    join = UOp(Ops.MSTACK, F32, (write(z1, "w1"), write(z2, "w2"), write(b3, "w3")))
+    lin = create_schedule(UOp.sink(write(out, "r", join)))
+    sizes, firsts, lasts, _, _, _ = lifetimes(memory_plan_rewrite(lin), lin)
+    assert (sizes, firsts, lasts) == ([0, 0, 64], [0, 1, 2], [3, 3, 3])
+
+
 def test_schedule_command_on_a_missing_script_fails_cleanly(capsys):
     assert main(["schedule", "/nonexistent/script.py"]) == 2
     assert "nonexistent" in capsys.readouterr().err

@@ -2289,8 +2289,10 @@ def test_pad_keeps_the_dtype_and_casts_the_value_as_np_pad():
     got = Tensor(np.zeros(2, np.float16)).pad(((0, 1),), value=0.1).numpy()
     assert got.dtype == np.float16 and got[-1] == np.float16(0.1)
     u = Tensor(np.arange(2, dtype=np.uint8))
-    for value in (-2, 256, -1.5):  # outside uint8: an error, as Tensor.full's (np.pad wraps)
-        with pytest.raises(ValueError, match="out of bounds for uint8"):
+    cases = ((-2, "integer -2"), (256, "integer 256"), (-1.5, r"-1\.5 \(as an integer -1\)"),
+             (np.int64(300), "integer 300"))
+    for value, said in cases:  # outside uint8: an error, as Tensor.full's (np.pad wraps)
+        with pytest.raises(ValueError, match=said + " is out of bounds for uint8"):
             u.pad(((1, 1),), value=value)
     assert u.pad(((1, 1),), value=255).numpy().tolist() == [255, 0, 1, 255]
 
@@ -3371,7 +3373,7 @@ def test_logsumexp_one_hot_tril_triu_split_and_chunk_match_numpy():
     np.testing.assert_array_equal(got, (idx[..., None] == np.arange(3)).astype(np.int32))
     with pytest.raises(TypeError, match="integer"):
         Tensor([1.0]).one_hot(2)
-    with pytest.raises(ValueError, match=r"\(int32 \*\* a negative value of an exponent tensor\)"):
+    with pytest.raises(ValueError, match="in int32 with a negative value in its exponent"):
         (Tensor([2, 3]) ** Tensor([1, -1])).numpy()
     from tolk import Variable
     for bad in ("a", 2.0, True, Variable("n", 1, 8).bind(3)):  # a static int, by type

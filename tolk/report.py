@@ -87,6 +87,26 @@ def schedule_report(*tensors) -> ScheduleReport:
                           st.arena_total, raw.floor_bytes, kernel_rows(planned))
 
 
+def _leaf_pairs(planned: UOp, unplanned: UOp) -> list[tuple[UOp, UOp]]:
+    """(planned leaf, the unplanned leaf it stands for) under one argument of a call, each
+    unplanned leaf once: the planned argument is the unplanned one with its buffers replaced
+    (`map_join_leaves`), so the two are walked in step (two distinct buffers can share one
+    planned node: zero-sized ones at one offset, say)."""
+    pairs: list[tuple[UOp, UOp]] = []
+    seen: set[UOp] = set()
+    todo = [(planned, unplanned)]
+    while todo:
+        p, r = todo.pop()
+        if r in seen:
+            continue
+        seen.add(r)
+        if r.op is Ops.MSTACK or r.op is Ops.MSELECT:
+            todo.extend(reversed(list(zip(p.src, r.src))))
+        elif p.op is Ops.BUFFER or p.op is Ops.SLICE:
+            pairs.append((p, r))
+    return pairs
+
+
 def lifetimes(linear: UOp, unplanned: UOp | None = None
               ) -> tuple[list[int], list[int], list[int], list[int], list[str], int]:
     """(sizes, firsts, lasts, offsets, labels, arena) of the planned views of the largest arena.
@@ -99,9 +119,9 @@ def lifetimes(linear: UOp, unplanned: UOp | None = None
     for i, call in enumerate(linear.src):
         raw = unplanned.src[i].src[1:] if unplanned is not None else None
         for j, a in enumerate(call.src[1:]):
-            leaves = buffers_of(a, (Ops.BUFFER, Ops.SLICE))
-            names = buffers_of(raw[j], (Ops.BUFFER, Ops.SLICE)) if raw is not None else leaves
-            for v, b in zip(leaves, names):
+            pairs = _leaf_pairs(a, raw[j]) if raw is not None else \
+                [(v, v) for v in buffers_of(a, (Ops.BUFFER, Ops.SLICE))]
+            for v, b in pairs:
                 if v.op is Ops.SLICE:
                     views.setdefault(b, [i, i, v])[1] = i
     arenas: dict[UOp, None] = {v.src[0]: None for _, _, v in views.values()}

@@ -2513,7 +2513,7 @@ def _py_value(x: Scalar, d: DType) -> Scalar:
             x = int(x)
         info = np.iinfo(d.np)
         if not info.min <= int(x) <= info.max:
-            what = f"Python integer {x}" if given is x else f"{given!r} (as an integer {x})"
+            what = f"integer {x}" if given is x else f"{given!r} (as an integer {x})"
             raise ValueError(f"{what} is out of bounds for {d.name}")
         return int(x)
     if d is dtypes.bfloat16 and isinstance(x, (int, np.integer)) and not isinstance(x, bool):

@@ -318,7 +318,7 @@ class CapturedJit:
         self.in_closure: dict[int, tuple] = {}  # inputs that were a closure tensor at capture
         self.baked_vals: dict[str, int] = {}  # variables the arguments do not bind
         self._lock = threading.RLock()  # a nested call of this function runs as plain code
-        self._plain = 0  # how deep the first, plain call runs in the thread holding `_lock`
+        self._plain = 0  # 1 while the first, plain call runs (in the thread holding `_lock`)
         self._replay_lock = threading.Lock()
         self.initial: dict[UOp, np.ndarray] = {}  # host data made inside, then written
         try:

@@ -345,9 +345,9 @@ class _Codegen:
             if op is Ops.POW and not n.dtype.is_float and not n.dtype.is_unsigned \
                     and n.dtype is not dtypes.bool:  # numpy's error, raised before any store
                 e = n.src[1]
-                msg = repr(f"integers to negative integer powers are not allowed "
-                           f"({n.dtype.name} ** a negative value of an exponent tensor), as "
-                           f"in numpy: use a float tensor")
+                msg = repr(f"integers to negative integer powers are not allowed (a power "
+                           f"in {n.dtype.name} with a negative value in its exponent tensor), "
+                           f"as in numpy: use a float tensor")
                 if e not in self.constval:  # (a constant exponent was checked when built)
                     self.lines.append(f"    if any_negative({s[1]}): raise ValueError({msg})")
                 elif any_negative(self.constval[e]):
