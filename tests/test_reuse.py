@@ -161,10 +161,64 @@ def test_the_walk_stops_at_its_budget_and_what_it_left_still_computes_right():
     big = y
     for _ in range(3000):  # a lazy graph over y past the budget
         big = big * 1.0 + 0.0
-    near = y + 1  # made after the big one: walked first (newest first)
+    near = y + 1  # made after the big one, which takes half the budget and is left: next
     y.realize()
     assert not _reads(big, _buffer(y)) and _reads(near, _buffer(y))
     assert big.numpy().tolist() == [1.0] * 4 and near.numpy().tolist() == [2.0] * 4
+
+
+def test_results_kept_in_a_chain_and_realized_in_order_are_each_computed_once():
+    # ``L.append(L[-1] * a + b)``, then each realized: every one reads the buffer of the one
+    # before (the newest were walked first and took the budget: the chain was computed again
+    # and again, 69 schedules for 200 realizes, quadratic)
+    from tolk.schedule import create_schedule_calls
+
+    b = Tensor(np.ones(4, np.float32)).realize()
+    chain, want = [b], [np.ones(4, np.float32)]
+    for _ in range(200):
+        chain.append(chain[-1] * 1.0001 + 0.1)
+        want.append(want[-1] * np.float32(1.0001) + np.float32(0.1))
+    views = [t[1:3] for t in chain[::7]]  # views move with their tensors
+    before = create_schedule_calls[0]
+    for t in chain:
+        t.realize()
+    assert create_schedule_calls[0] - before <= 8
+    for t, w in zip(chain, want):
+        assert t.numpy().tolist() == w.tolist()
+    for v, w in zip(views, want[::7]):
+        assert v.numpy().tolist() == w[1:3].tolist()
+
+
+def test_the_registry_of_lazy_tensors_finds_those_made_after_one_oldest_first():
+    from tolk.tensor import MadeOrder
+
+    class Thing:
+        pass
+
+    reg, things = MadeOrder(), [Thing() for _ in range(300)]
+    for t in things:
+        reg.add(t)
+    reg.add(things[5])  # (no second entry)
+    for i in range(0, 300, 3):  # dropped and dead members are passed over
+        reg.discard(things[i])
+    del things[1::3]
+    for t in [Thing() for _ in range(400)]:  # members that die at once
+        reg.add(t)
+    del t
+    extra = Thing()
+    reg.add(extra)  # an add past twice the set compacts the order
+    alive = [t for t in things if t in reg]
+    assert len(alive) == 100 and len(reg._order) <= 2 * len(reg) + 65
+    assert [r() for r in reg.after([alive[-1]], 5, lambda r: True)] == [extra]
+
+    def keep(r):
+        return True
+
+    assert [r() for r in reg.after([alive[10]], 5, keep)] == alive[11:16]
+    assert [r() for r in reg.after([alive[40], alive[20]], 3, keep)] == alive[21:24]
+    assert reg.after([Thing()], 5, keep) is None
+    assert [r() for r in reg.after([alive[0]], 3, lambda r: id(r()) != id(alive[1]))] == \
+        [alive[2], alive[3], alive[4]]
 
 
 def test_a_jitted_function_that_realizes_a_part_and_uses_it_later():

@@ -557,31 +557,26 @@ def _point_outputs(outputs, reuse: int) -> None:
 
 
 def _made_after(outputs: list[Tensor], k: int) -> list[Tensor]:
-    """The live lazy tensors this thread made after an output (the oldest one, so also those
-    between outputs), the newest first, among the last `k` made (`_lazy` keeps the order they
-    were made in; another thread's tensors are its own: one that came to read this thread's
-    buffer would race with its writes, and none would know). An output's views are not among
-    them (they move with it) and mark its age too: the tensor `_root` makes for the views of a
-    dropped tensor is newer than all of them, but tensors made after the oldest may hold its
-    graph."""
-    stops = set()
+    """Up to `k` live lazy tensors this thread made after an output (the oldest one, so also
+    those between outputs), the oldest first: those that read an output's graph directly come
+    before those built on them (`_lazy` keeps the order they were made in; another thread's
+    tensors are its own: one that came to read this thread's buffer would race with its
+    writes, and none would know). An output's views are not among them (they move with it)
+    and mark its age too: the tensor `_root` makes for the views of a dropped tensor is newer
+    than all of them, but tensors made after the oldest may hold its graph. When no output is
+    lazy any more, the last `k` made."""
+    stop_objs = []
     for t in outputs:
-        stops.add(id(t))
+        stop_objs.append(t)
         fam = t._kids
         if fam is not None:
-            stops.update(id(v) for v in fam.kids if v._parent is fam and v in _lazy)
+            stop_objs.extend(v for v in fam.kids if v._parent is fam and v in _lazy)
+    stops = {id(t) for t in stop_objs}
     me = threading.get_ident()
-    out = []
-    for r in _lazy.newest(k + len(stops)):
-        if (t := r()) is None:
-            continue
-        if id(t) in stops:
-            stops.discard(id(t))
-            if not stops:
-                break
-        elif r.thread == me:
-            out.append(t)
-    return out
+    refs = _lazy.after(stop_objs, k, lambda r: r.thread == me and id(r()) not in stops)
+    if refs is None:
+        refs = [r for r in reversed(_lazy.newest(k)) if r.thread == me]
+    return [t for r in refs if (t := r()) is not None and id(t) not in stops]
 
 
 def _reuse_outputs(olds: dict[UOp, UOp], later: list[Tensor], budget: int) -> None:
@@ -590,12 +585,17 @@ def _reuse_outputs(olds: dict[UOp, UOp], later: list[Tensor], budget: int) -> No
     there from now on, so its realize does not compute the output again: as much of the work
     as the output's own graph, and its value exactly (16-bit intermediates rounded as stored).
 
-    Only tensors made after the output are looked at, newest first (`later`; equal graphs are
-    one node, so an older tensor may hold the output's graph too: it computes it again, as
-    before). A tensor is walked only if its leaf links reach an output's (`tolk.uop.form`: a
-    graph that holds a node holds its links; far fewer than its nodes), and the walks keep
-    pending assigns (AFTER) whole and stop after `budget` tensors, links, nodes and kin in all
-    (what is left computes it again), so a realize pays for this about as much as for its own
+    Only tensors made after the output are looked at, oldest first (`later`): those that read
+    it directly come first, and their graphs, rewritten, are the memo of the ones built on
+    them (a chain of results kept and realized in order, ``L.append(L[-1] * a + b)``, costs a
+    few nodes a realize; newest first, the deepest came first, took the budget, and the chain
+    was computed again and again: quadratic). Equal graphs are one node, so an older tensor
+    may hold the output's graph too: it computes it again, as before. A tensor is walked only
+    if its leaf links reach an output's (`tolk.uop.form`: a graph that holds a node holds its
+    links; far fewer than its nodes), and the walks keep pending assigns (AFTER) whole and stop
+    after `budget` tensors, links, nodes and kin in all, one tensor (with its kin) taking half
+    of it at most (one that needs more is left as it is and the next one is looked at; what is
+    left computes the outputs again), so a realize pays for this about as much as for its own
     graph, however many lazy tensors or views live. A tensor equal to an output, a view of a
     lazy tensor (it moves with that tensor, with its other views) and one that would become a
     view of the output's buffer (it would alias it) are left as they are. Called under
@@ -616,24 +616,37 @@ def _reuse_outputs(olds: dict[UOp, UOp], later: list[Tensor], budget: int) -> No
     sub = _Substitution(olds, whole, budget)
     clean: set[int] = set()  # links whose whole walk met no target
     seen: set[int] = set()
-    try:
-        for c in later:
-            sub.charge()
-            u = c.uop
-            if id(c) in seen or u in olds or c not in _lazy or \
-                    (targets is not None and not _reaches(u, targets, clean, sub)) or \
-                    sub(u) is u:
-                continue
-            kin = _kin(c, sub)
-            seen.update(id(t) for t in kin)
-            if not kin or any(t.uop in olds for t in kin):
-                continue
-            new = [sub(t.uop) for t in kin]
-            if not any(_is_view_of_state(u) for u in new):
-                for t, u in zip(kin, new):
-                    t.uop = u
-    except _OverBudget:
-        pass
+    for c in later:
+        left = sub.left
+        if left <= 0:
+            return
+        given = sub.left = min(left, max(budget // 2, 1))  # one tensor takes half at most
+        try:
+            _reuse_in(c, olds, targets, sub, clean, seen)
+        except _OverBudget:
+            pass  # (it computes the outputs again, as before; the next may be cheaper)
+        finally:
+            sub.left = left - (given - max(sub.left, 0))
+
+
+def _reuse_in(c: Tensor, olds: dict[UOp, UOp], targets: set[int] | None, sub: _Substitution,
+              clean: set[int], seen: set[int]) -> None:
+    """`_reuse_outputs` for one tensor of `later`: it and its kin (`_kin`, marked in `seen`)
+    read the outputs' buffers, unless one would become a view of a state; `_OverBudget` (from
+    `sub`) leaves them all as they were."""
+    sub.charge()
+    u = c.uop
+    if id(c) in seen or u in olds or c not in _lazy or \
+            (targets is not None and not _reaches(u, targets, clean, sub)) or sub(u) is u:
+        return
+    kin = _kin(c, sub)
+    seen.update(id(t) for t in kin)
+    if not kin or any(t.uop in olds for t in kin):
+        return
+    new = [sub(t.uop) for t in kin]
+    if not any(_is_view_of_state(u) for u in new):
+        for t, u in zip(kin, new):
+            t.uop = u
 
 
 def _reaches(u: UOp, targets: set[int], clean: set[int], sub: _Substitution) -> bool:

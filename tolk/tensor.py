@@ -20,6 +20,7 @@ assign keep the old value (they are realized before the write when the assign ru
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import math
@@ -27,7 +28,7 @@ import numbers
 import operator
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -104,13 +105,68 @@ class IdentityWeakSet:
 
 
 class MadeBy(weakref.ref):
-    """A weak reference that knows which thread made it (`thread`, an ident)."""
+    """A weak reference that knows which thread made it (`thread`, an ident) and, in a
+    `MadeOrder`, when it was added (`seq`)."""
 
-    __slots__ = ("thread",)
+    __slots__ = ("thread", "seq")
 
     def __init__(self, obj, callback=None):
         super().__init__(obj, callback)
         self.thread = threading.get_ident()
+        self.seq = 0
+
+
+class MadeOrder(IdentityWeakSet):
+    """An `IdentityWeakSet` of `MadeBy` references that also finds the members added after a
+    given one, oldest first (`after`), in time for the ones it returns, not for the set.
+
+    Members are also kept in a list in the order they were added, numbered (`MadeBy.seq`); a
+    member dropped or dead stays in it until the list is twice the set and is compacted. Adds
+    and `after` are called under one lock (`registry_lock`)."""
+
+    __slots__ = ("_order", "_count")
+
+    def __init__(self) -> None:
+        super().__init__(MadeBy)
+        self._order: list[MadeBy] = []
+        self._count = 0
+
+    def add(self, obj: object) -> None:
+        key = id(obj)
+        if key in self._refs:
+            return
+        r = self._refs[key] = self._ref(obj, functools.partial(_forget, self._self, key))
+        self._count += 1
+        r.seq = self._count
+        if len(self._order) > 2 * len(self._refs) + 64:
+            self._order = [x for x in self._order if self._member(x)]
+        self._order.append(r)
+
+    def _member(self, r: MadeBy) -> bool:
+        o = r()
+        return o is not None and self._refs.get(id(o)) is r
+
+    def after(self, objs: list, k: int, keep: Callable[[MadeBy], bool]) -> list[MadeBy] | None:
+        """The references of up to `k` members added after the oldest of `objs` that is a
+        member, oldest first, that `keep` keeps, among the next ``4 * k + 256`` entries (members
+        or not: a scan as long as the budget it serves); None when none of `objs` is a member."""
+        seqs = [r.seq for o in objs if (r := self._refs.get(id(o))) is not None and r() is o]
+        if not seqs:
+            return None
+        order = self._order
+        out = []
+        start = bisect.bisect_right(order, min(seqs), key=_seq_of)
+        for i in range(start, min(len(order), start + 4 * k + 256)):
+            r = order[i]
+            if self._member(r) and keep(r):
+                out.append(r)
+                if len(out) >= k:
+                    break
+        return out
+
+
+def _seq_of(r: MadeBy) -> int:
+    return r.seq
 
 
 def _forget(owner: weakref.ref, key: int, _dead: weakref.ref) -> None:
@@ -131,7 +187,7 @@ random_buffers: weakref.WeakSet[UOp] = weakref.WeakSet()
 def _random(t: Tensor) -> Tensor:
     random_buffers.add(_base_and_chain(t.uop))
     return t
-_lazy = IdentityWeakSet(MadeBy)  # (entries know the thread that made each tensor lazy)
+_lazy = MadeOrder()  # (entries know the thread that made each tensor lazy, and when)
 registry_lock = threading.RLock()  # `_views`, `_lazy` and view families change under it
 _after_states: weakref.WeakSet[UOp] = weakref.WeakSet()  # pending states views are under
 
