@@ -118,7 +118,7 @@ class MadeBy(weakref.ref):
 
 class MadeOrder(IdentityWeakSet):
     """An `IdentityWeakSet` of `MadeBy` references that also finds the members added after a
-    given one, oldest first (`after`), in time for the ones it returns, not for the set.
+    given one, oldest first (`after`), at a cost in the entries it passes, not in the set's size.
 
     Members are also kept in a list in the order they were added, numbered (`MadeBy.seq`); a
     member dropped or dead stays in it until the list is twice the set and is compacted. Adds
