@@ -534,7 +534,7 @@ def _point_outputs(outputs, reuse: int) -> None:
     them that compute them) pointed at their buffers."""
     rebase = []  # lazy views of an output: (view, output's node, output's buffer view)
     with registry_lock:  # (views made meanwhile are either rebased here or views of buffers)
-        later = _made_after([t for t, _ in outputs], reuse) if reuse else []
+        later, quick = _made_after([t for t, _ in outputs], reuse) if reuse else ([], 0)
         olds: dict[UOp, UOp] = {}
         for t, view in outputs:
             olds.setdefault(t.uop, view)
@@ -553,10 +553,13 @@ def _point_outputs(outputs, reuse: int) -> None:
             t.uop = sub(t.uop)
             _register_view(t)
         if later:
-            _reuse_outputs(olds, later, reuse)
+            _reuse_outputs(olds, later, reuse, quick)
 
 
-def _made_after(outputs: list[Tensor], k: int) -> list[Tensor]:
+NEWEST_FIRST = 4  # realize reuse looks at this many of the newest tensors first, briefly
+
+
+def _made_after(outputs: list[Tensor], k: int) -> tuple[list[Tensor], int]:
     """Up to `k` live lazy tensors this thread made after an output (the oldest one, so also
     those between outputs), the oldest first: those that read an output's graph directly come
     before those built on them (`_lazy` keeps the order they were made in; another thread's
@@ -564,7 +567,8 @@ def _made_after(outputs: list[Tensor], k: int) -> list[Tensor]:
     writes, and none would know). An output's views are not among them (they move with it)
     and mark its age too: the tensor `_root` makes for the views of a dropped tensor is newer
     than all of them, but tensors made after the oldest may hold its graph. When no output is
-    lazy any more, the last `k` made."""
+    lazy any more, the last `k` made. Before them, and counted second, the `NEWEST_FIRST`
+    newest made after the outputs (``z = y + 1`` made after many other tensors)."""
     stop_objs = []
     for t in outputs:
         stop_objs.append(t)
@@ -576,10 +580,19 @@ def _made_after(outputs: list[Tensor], k: int) -> list[Tensor]:
     refs = _lazy.after(stop_objs, k, lambda r: r.thread == me and id(r()) not in stops)
     if refs is None:
         refs = [r for r in reversed(_lazy.newest(k)) if r.thread == me]
-    return [t for r in refs if (t := r()) is not None and id(t) not in stops]
+    newest: list[Tensor] = []
+    for r in _lazy.newest(NEWEST_FIRST + len(stops)):
+        if (t := r()) is None or r.thread != me:
+            continue
+        if id(t) in stops or len(newest) == NEWEST_FIRST:
+            break
+        newest.append(t)
+    rest = [t for r in refs if (t := r()) is not None and id(t) not in stops]
+    return newest + rest, len(newest)  # (one of the newest left is looked at again in turn)
 
 
-def _reuse_outputs(olds: dict[UOp, UOp], later: list[Tensor], budget: int) -> None:
+def _reuse_outputs(olds: dict[UOp, UOp], later: list[Tensor], budget: int,
+                   quick: int = 0) -> None:
     """Each lazy tensor of `later` whose graph holds a realized output's old graph (a key of
     `olds`: ``z = y + 1``, then ``y`` realized) reads the output's buffer (the value of `olds`)
     there from now on, so its realize does not compute the output again: as much of the work
@@ -598,8 +611,9 @@ def _reuse_outputs(olds: dict[UOp, UOp], later: list[Tensor], budget: int) -> No
     left computes the outputs again), so a realize pays for this about as much as for its own
     graph, however many lazy tensors or views live. A tensor equal to an output, a view of a
     lazy tensor (it moves with that tensor, with its other views) and one that would become a
-    view of the output's buffer (it would alias it) are left as they are. Called under
-    `registry_lock`."""
+    view of the output's buffer (it would alias it) are left as they are. The first `quick`
+    of `later` (the newest few, `_made_after`) take an eighth of the budget each at most.
+    Called under `registry_lock`."""
     targets: set[int] | None = set()
     for old in olds:
         if form_of(old) is None:
@@ -616,11 +630,12 @@ def _reuse_outputs(olds: dict[UOp, UOp], later: list[Tensor], budget: int) -> No
     sub = _Substitution(olds, whole, budget)
     clean: set[int] = set()  # links whose whole walk met no target
     seen: set[int] = set()
-    for c in later:
+    for i, c in enumerate(later):
         left = sub.left
         if left <= 0:
             return
-        given = sub.left = min(left, max(budget // 2, 1))  # one tensor takes half at most
+        share = budget // 8 if i < quick else budget // 2  # one tensor takes half at most
+        given = sub.left = min(left, max(share, 1))
         try:
             _reuse_in(c, olds, targets, sub, clean, seen)
         except _OverBudget:
