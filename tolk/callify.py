@@ -567,8 +567,9 @@ def _made_after(outputs: list[Tensor], k: int) -> tuple[list[Tensor], int]:
     writes, and none would know). An output's views are not among them (they move with it)
     and mark its age too: the tensor `_root` makes for the views of a dropped tensor is newer
     than all of them, but tensors made after the oldest may hold its graph. When no output is
-    lazy any more, the last `k` made. Before them, and counted second, the `NEWEST_FIRST`
-    newest made after the outputs (``z = y + 1`` made after many other tensors)."""
+    lazy any more, the last `k` made. Ahead of them come the `NEWEST_FIRST` newest made after
+    the outputs (``z = y + 1`` made after many other tensors; those may come again among the
+    `k`): returns the list and how many of it are those newest."""
     stop_objs = []
     for t in outputs:
         stop_objs.append(t)
