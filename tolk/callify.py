@@ -55,8 +55,8 @@ from tolk.runtime.device import copy_buffer, set_storage, typed_view
 from tolk.schedule import (LinearStats, buffers_of, create_linear_for_program, linear_stats,
                            program_by_form, program_form, program_key, program_stats,
                            remember_program_form)
-from tolk.tensor import (IdentityWeakSet, Tensor, _base_and_chain, _family_of, _join, _lazy,
-                         _view_states, _views, register_view, registry_lock)
+from tolk.tensor import (Tensor, _base_and_chain, _is_base_state, _family_of, _join, _lazy,
+                         _view_states, _views, move_views, register_view, registry_lock)
 from tolk.uop.form import form_of, leaves, links_of, may_bind
 from tolk.uop.ops import GroupOp, Ops, UOp, node_cache
 from tolk.uop.shape import device_of, max_numel, shape_of, shape_syms
@@ -88,7 +88,7 @@ def _register_view(t: Tensor) -> None:
     with registry_lock:
         register_view(t, base)
         _lazy.discard(t)
-        t._parent = t._kids = None
+        t._parent = t._kids = t._stale = None
 
 
 class _Substitution:
@@ -740,9 +740,12 @@ def _rebase_now(sub: _Substitution) -> None:
     bufs = {_storage(k) for k in sub.mapping}
     for state in _view_states():
         if state.op is Ops.AFTER and _may_read(state, bufs) and (new := sub(state)) is not state:
-            for t in list(_views.pop(state, ())):
-                t.uop = sub(t.uop)
-                _register_view(t)
+            if _is_base_state(new):  # (each view rewritten when it is next read)
+                move_views(state, new)
+            else:
+                for t in list(_views.pop(state, ())):
+                    t.uop = sub(t.uop)
+                    _register_view(t)
             if new.op is Ops.AFTER:  # still pending (made over an assign dropped as failed)
                 _note_pending(new)
     for t in list(_lazy):  # written only where it changes: another thread's tensors are its own
@@ -1137,11 +1140,9 @@ def _assign_now(target: Tensor, x) -> Tensor:
     new_state = UOp(Ops.AFTER, state.dtype,
                     (state, UOp(Ops.STORE, dtypes.void, (target.uop, x.uop))))
     with registry_lock:  # (a view another thread makes meanwhile is moved too)
-        views = _views.pop(state, IdentityWeakSet())
-        views.add(target)
-        for t in views:
-            t.uop = t.uop.substitute({state: new_state})
-            _register_view(t)
+        move_views(state, new_state, target)
+        _lazy.discard(target)
+        target._parent = target._kids = None
     _note_pending(new_state)
     return target
 

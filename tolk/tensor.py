@@ -178,7 +178,7 @@ def _forget(owner: weakref.ref, key: int, _dead: weakref.ref) -> None:
 
 # Live tensors that are views of a base state (for assign), and lazy computed tensors (for
 # realizing readers before an assign overwrites what they read).
-_views: weakref.WeakKeyDictionary[UOp, IdentityWeakSet] = weakref.WeakKeyDictionary()
+_views: weakref.WeakKeyDictionary[UOp, ViewSet] = weakref.WeakKeyDictionary()
 _rng_lock = threading.Lock()
 # the buffers rand, randn and uniform drew into (the jit refuses to bake them into a capture)
 random_buffers: weakref.WeakSet[UOp] = weakref.WeakSet()
@@ -244,9 +244,87 @@ def _view_states() -> list[UOp]:
 
 def register_view(t: Tensor, state: UOp) -> None:
     """Register `t` as a view of buffer state `state` (under `registry_lock`)."""
-    _views.setdefault(state, IdentityWeakSet()).add(t)
+    views = _views.get(state)
+    if views is None:
+        views = _views[state] = ViewSet()
+    views.add(t)
     if state.op is Ops.AFTER:
         _after_states.add(state)
+
+
+class _StateCell:
+    """The state a set of views stands over now (`state`), shared by those of its views whose
+    graphs were left over an older state (held by them: no cell outlives its views). A set
+    merged into another links its cell to that one's (`next`): the newest state is at the end
+    of the links."""
+
+    __slots__ = ("state", "next", "__weakref__")
+
+    def __init__(self, state: UOp) -> None:
+        self.state = state
+        self.next = None
+
+    def newest(self) -> UOp:
+        c = self
+        while c.next is not None:
+            c = c.next
+        if self.next is not None and self.next is not c:
+            self.next = c  # (a long chain of merges is walked once)
+        return c.state
+
+
+class ViewSet(IdentityWeakSet):
+    """The views registered under one buffer state, with the `_StateCell` its stale views
+    read (a weak reference, or None before the first move)."""
+
+    __slots__ = ("_cell",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._cell = None
+
+    def cell(self, state: UOp) -> _StateCell:
+        """The set's cell (made now if it has none), which reads `state`."""
+        c = self._cell() if self._cell is not None else None
+        if c is None:
+            c = _StateCell(state)
+            self._cell = weakref.ref(c)
+        c.state = state
+        return c
+
+
+def move_views(state: UOp, new_state: UOp, target: Tensor | None = None) -> None:
+    """The views of buffer state `state` now stand over `new_state` (a BUFFER or an AFTER: an
+    assign's new state, or what a realize settled the state to), under `registry_lock`.
+    `target`'s graph (the assign's own view) is rewritten at once; every other view's graph is
+    rewritten when it is next read (`Tensor.__getattr__`), so a loop of assigns, or of assigns
+    and realizes, over a buffer with many live views costs a mark per view read since the
+    last move, not a rewrite of every view. (A stale view holds the state it was last read
+    over, and so the values of the assigns then pending, until it is read again or dies.)"""
+    views = _views.pop(state, None)
+    if views is None:
+        views = ViewSet()
+    cell = views.cell(new_state)
+    for r in list(views._refs.values()):
+        t = r()
+        if t is None or t is target or t._stale is not None:  # (stale since an earlier
+            continue  # move: it reads the cell)
+        t._stale = (t.uop, state, cell)
+        _UOP_SLOT.__delete__(t)
+    into = _views.get(new_state)
+    if into is None:
+        _views[new_state] = views
+    else:  # (the state's views join those already there; the stale ones through the cell)
+        cell.next = into.cell(new_state)
+        for r in list(views._refs.values()):
+            if (t := r()) is not None:
+                into.add(t)
+    if new_state.op is Ops.AFTER:
+        _after_states.add(new_state)
+    if target is not None:
+        target.uop = target.uop.substitute({state: new_state})
+        target._stale = None
+        register_view(target, new_state)
 
 
 def _norm_axis(axis: int, ndim: int, rank: int | None = None) -> int:
@@ -352,13 +430,16 @@ class Tensor:
     # (the computed one, not an intermediate view: a weak reference to it); realizing that
     # tensor makes this one a view of its buffer (see callify).
     # `_kids`: for a lazy computed tensor with views, its `_Family` (None before the first).
-    __slots__ = ("uop", "_parent", "_kids", "__weakref__")
+    # `_stale`: for a view whose graph an assign left over an older state (its `uop` slot
+    # then empty), that graph, that state and the `_StateCell` of the state it stands over
+    # now; else None (every write of a view's `uop` clears it: `_set`, a read, a register).
+    __slots__ = ("uop", "_parent", "_kids", "_stale", "__weakref__")
     __array_ufunc__ = None  # numpy defers to Tensor's operators (``ndarray + Tensor``: TypeError)
     _seed = [0]
     _rng_counter = [0]
 
     def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None):
-        self._kids = None
+        self._kids = self._stale = None
         if isinstance(data, UOp):
             self._set(data)
             return
@@ -381,7 +462,7 @@ class Tensor:
         elif u._form is None:
             form_of(u)
         self.uop = u
-        self._parent = None
+        self._parent = self._stale = None
         base = _base_and_chain(u)
         if base is not u:
             cache["base"] = base
@@ -390,6 +471,24 @@ class Tensor:
                 register_view(self, base)
             else:
                 _lazy.add(self)
+
+    def __getattr__(self, name: str):
+        """Only for a stale view's `uop` (see `move_views`): its graph over the state it
+        stands over now, computed once."""
+        if name != "uop":
+            raise AttributeError(f"'Tensor' object has no attribute {name!r}")
+        with registry_lock:
+            try:
+                return _UOP_SLOT.__get__(self)  # (another thread read it meanwhile)
+            except AttributeError:
+                pass
+            if self._stale is None:  # (a tensor whose __init__ failed)
+                raise AttributeError("'Tensor' object has no attribute 'uop'")
+            u, old, cell = self._stale
+            u = u.substitute({old: cell.newest()})
+            self.uop = u
+            self._stale = None
+        return u
 
     # -- properties ---------------------------------------------------------------------------
 
@@ -2209,6 +2308,9 @@ class Tensor:
 
 # ---------------------------------------------------------------------------------------------
 # helpers
+
+
+_UOP_SLOT = Tensor.__dict__["uop"]  # the slot itself: a read that never calls __getattr__
 
 
 def _swapped(ndim: int, dim0, dim1) -> list[int]:
