@@ -697,6 +697,31 @@ class Tensor:
         return Tensor(arr, device=device, dtype=d)
 
     @staticmethod
+    def linspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None,
+                 device=None) -> Tensor:
+        """numpy's linspace: `num` values evenly spaced from `start` to `stop` (included with
+        `endpoint`), computed as numpy computes them (in float64, then cast: an int dtype
+        rounds toward negative infinity, as numpy 2); float32 unless `dtype` says."""
+        for v in (start, stop):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                                     np.floating)):
+                raise TypeError(f"linspace takes int or float bounds, got {v!r}")
+        try:
+            if isinstance(num, (bool, np.bool_)):
+                raise TypeError
+            num = operator.index(num)
+        except TypeError:
+            raise TypeError(f"linspace's num must be an int, got {num!r}") from None
+        if num < 0:
+            raise ValueError(f"linspace's num must not be negative, got {num}")
+        if num > _MAX_DIM // 8:
+            raise ShapeError(f"linspace of {num} elements: too many")
+        d = dtypes.default_float if dtype is None else _data_dtype(dtype)
+        np_d = np.float32 if d is dtypes.bfloat16 else d.np  # (rounded to bfloat16 once)
+        arr = np.linspace(start, stop, num, endpoint=bool(endpoint), dtype=np_d)
+        return Tensor(arr, device=device, dtype=d)
+
+    @staticmethod
     def eye(n: int, m: int | None = None, dtype=None, device=None) -> Tensor:
         """The (n, m) identity (m defaults to n)."""
         for what, v in (("n", n), ("m", m)):
@@ -854,6 +879,13 @@ class Tensor:
         """Remainder with the sign of the divisor (numpy's ``%``)."""
         return self._arith(Ops.MOD, x, reverse)
 
+    remainder = mod
+
+    def fmod(self, x) -> Tensor:
+        """Remainder with the sign of the dividend (numpy's fmod, C's fmod; ``%`` takes the
+        divisor's): an int divided by 0 gives 0, as numpy's."""
+        return self._arith(Ops.FMOD, x, False)
+
     def pow(self, x, reverse=False) -> Tensor:
         """numpy's power; an integer raised to a negative integer constant is refused here, as
         numpy refuses it (a tensor of exponents is checked only when the kernel runs)."""
@@ -1002,6 +1034,38 @@ class Tensor:
     def __ne__(self, x):  # type: ignore[override]
         return NotImplemented if type(x) in DEFER_TO or _alien(x) else self._cmp(Ops.CMPNE, x)
 
+    def isclose(self, other, rtol: float = 1e-05, atol: float = 1e-08,
+                equal_nan: bool = False) -> Tensor:
+        """numpy's isclose: ``|self - other| <= atol + rtol * |other|`` where `other` is
+        finite, else equality (an inf is close to itself only); nan is close to nan only with
+        `equal_nan`. Computed as numpy does: in the dtype of the two when both are floats,
+        else in float64. Bool, broadcast."""
+        if type(other) in DEFER_TO:
+            raise TypeError("isclose of a Tensor and a sharded tensor: gather it with "
+                            ".to(device) first")
+        x, y = self, other
+        if not isinstance(y, Tensor):
+            if not isinstance(y, (bool, int, float, np.bool_, np.integer, np.floating)):
+                raise TypeError(f"isclose takes a Tensor or a scalar, got {type(y).__name__}")
+            y = float(y)  # (numpy takes a scalar as a float)
+            if not x.dtype.is_float:
+                x = x.cast(dtypes.float64)
+            close = (x - y).abs() <= atol + rtol * abs(y)
+            if math.isfinite(y):
+                out = close | (x == y)
+            else:
+                out = x == y
+            return out | x.isnan() if equal_nan and math.isnan(y) else out
+        if not (x.dtype.is_float and y.dtype.is_float):
+            x, y = x.cast(dtypes.float64), y.cast(dtypes.float64)
+        out = (((x - y).abs() <= atol + rtol * y.abs()) & y.isfinite()) | (x == y)
+        return out | (x.isnan() & y.isnan()) if equal_nan else out
+
+    def allclose(self, other, rtol: float = 1e-05, atol: float = 1e-08,
+                 equal_nan: bool = False) -> bool:
+        """numpy's allclose: whether `isclose` holds everywhere (a Python bool; realizes)."""
+        return bool(self.isclose(other, rtol, atol, equal_nan).all())
+
     __hash__ = object.__hash__
 
     def _bitwise(self, op: Ops, x, reverse=False) -> Tensor:
@@ -1039,6 +1103,30 @@ class Tensor:
     def logical_not(self) -> Tensor:
         return self.cast(dtypes.bool)._alu(Ops.NOT)
 
+    def _logical(self, op: Ops, x) -> Tensor:
+        if type(x) in DEFER_TO:
+            raise TypeError("logical ops of a Tensor and a sharded tensor: gather it with "
+                            ".to(device) first")
+        if isinstance(x, Tensor):
+            x = x.cast(dtypes.bool)
+        elif isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)):
+            x = bool(x)  # (a nan is true, as numpy's truth of it)
+        else:
+            raise TypeError(f"logical ops take Tensors and scalars, got {type(x).__name__}")
+        return self.cast(dtypes.bool)._binop(op, x)
+
+    def logical_and(self, x) -> Tensor:
+        """numpy's logical_and: where both are true (nonzero, nan included); bool."""
+        return self._logical(Ops.AND, x)
+
+    def logical_or(self, x) -> Tensor:
+        """numpy's logical_or: where either is true; bool."""
+        return self._logical(Ops.OR, x)
+
+    def logical_xor(self, x) -> Tensor:
+        """numpy's logical_xor: where exactly one is true; bool."""
+        return self._logical(Ops.XOR, x)
+
     def where(self, x, y) -> Tensor:
         """``cond.where(x, y)``: x where self is true, else y (numpy broadcasting and promotion;
         with a sharded x or y, sharded as it is)."""
@@ -1072,6 +1160,26 @@ class Tensor:
         c = self.cast(dtypes.bool)._broadcast_to(shape)
         return c._alu(Ops.WHERE, x._broadcast_to(shape), y._broadcast_to(shape), dtype=x.dtype)
 
+    def masked_fill(self, mask: Tensor, value) -> Tensor:
+        """`value` where `mask` is true (nonzero), else self, in self's dtype (PyTorch's
+        masked_fill: a float into an int tensor truncates, as ``full_like``); `mask` and a
+        tensor `value` broadcast with self, numpy's way."""
+        if not isinstance(mask, Tensor):
+            raise TypeError(f"masked_fill's mask must be a Tensor, got {type(mask).__name__}")
+        if isinstance(value, Tensor):
+            value = value.cast(self.dtype)
+        elif isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+            value = self.full_like(value)
+        else:
+            raise TypeError(f"masked_fill's value must be a scalar or a Tensor, got "
+                            f"{type(value).__name__}")
+        return mask.where(value, self)
+
+    def lerp(self, end, weight) -> Tensor:
+        """``self + weight * (end - self)``, PyTorch's lerp (numpy broadcasting and
+        promotion; at weight 1 the result can differ from `end` in the last bit)."""
+        return self + (end - self) * weight
+
     def _unary(self, op: Ops) -> Tensor:
         return self._float()._alu(op)
 
@@ -1098,6 +1206,60 @@ class Tensor:
 
     def tanh(self) -> Tensor:
         return self._unary(Ops.TANH)
+
+    def tan(self) -> Tensor:
+        return self._unary(Ops.TAN)
+
+    def sinh(self) -> Tensor:
+        return self._unary(Ops.SINH)
+
+    def cosh(self) -> Tensor:
+        return self._unary(Ops.COSH)
+
+    def arcsin(self) -> Tensor:
+        """numpy's arcsin (nan outside [-1, 1]); also ``asin``."""
+        return self._unary(Ops.ASIN)
+
+    def arccos(self) -> Tensor:
+        """numpy's arccos (nan outside [-1, 1]); also ``acos``."""
+        return self._unary(Ops.ACOS)
+
+    def arctan(self) -> Tensor:
+        """numpy's arctan; also ``atan``."""
+        return self._unary(Ops.ATAN)
+
+    def arcsinh(self) -> Tensor:
+        """numpy's arcsinh; also ``asinh``."""
+        return self._unary(Ops.ASINH)
+
+    def arccosh(self) -> Tensor:
+        """numpy's arccosh (nan below 1); also ``acosh``."""
+        return self._unary(Ops.ACOSH)
+
+    def arctanh(self) -> Tensor:
+        """numpy's arctanh (+-inf at +-1, nan outside); also ``atanh``."""
+        return self._unary(Ops.ATANH)
+
+    asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
+
+    def arctan2(self, x) -> Tensor:
+        """numpy's arctan2(self, x): the angle of the point (x, self), in [-pi, pi], with the
+        signs of zeros and infinities as numpy takes them; ints and bools computed in
+        float32 (as every float op here); also ``atan2``."""
+        return self._float_binop(Ops.ATAN2, x)
+
+    atan2 = arctan2
+
+    def hypot(self, x) -> Tensor:
+        """numpy's hypot: sqrt(self**2 + x**2) without overflow or underflow on the way."""
+        return self._float_binop(Ops.HYPOT, x)
+
+    def _float_binop(self, op: Ops, x, reverse: bool = False) -> Tensor:
+        if type(x) in DEFER_TO:
+            raise TypeError(f"{op.name.lower()} of a Tensor and a sharded tensor: gather it "
+                            "with .to(device) first")
+        a, b = self._operands(x, reverse)
+        return a._float()._alu(op, b._float())
 
     def exp2(self) -> Tensor:
         """2 ** x, numpy's exp2 (exact at integers)."""
@@ -1137,6 +1299,62 @@ class Tensor:
         if self.dtype is dtypes.bool:
             raise TypeError("sign is not defined for bool tensors (numpy raises too)")
         return self._alu(Ops.SIGN)
+
+    def isnan(self) -> Tensor:
+        """Where the elements are nan (bool; never for ints and bools, as numpy's)."""
+        return self != self if self.dtype.is_float else self.full_like(False, dtypes.bool)
+
+    def isinf(self) -> Tensor:
+        """Where the elements are +inf or -inf (bool; never for ints and bools)."""
+        if not self.dtype.is_float:
+            return self.full_like(False, dtypes.bool)
+        return self.abs() == math.inf
+
+    def isfinite(self) -> Tensor:
+        """Where the elements are neither inf nor nan (bool; always for ints and bools)."""
+        if not self.dtype.is_float:
+            return self.full_like(True, dtypes.bool)
+        return self.abs() < math.inf
+
+    def round(self, decimals: int = 0) -> Tensor:
+        """numpy's round: to the nearest multiple of ``10**-decimals``, halves to the even
+        one. Floats as numpy computes them, in the tensor's dtype: ``rint(x * 10**decimals)
+        / 10**decimals`` (``rint(x / 10**-decimals) * 10**-decimals`` for decimals below 0;
+        so ``round(2.675, 2)`` is 2.68 in float32, and a product past the dtype's range is
+        inf). Ints stay ints: decimals of 0 or more change nothing, below 0 round exactly in
+        integer arithmetic (numpy goes through float64: int64 values past 2**53 can differ),
+        a result past the dtype's range wrapping; ``10**-decimals`` must fit the dtype (a
+        ValueError otherwise, where numpy wraps it). Bools are refused (numpy's answer is
+        float16)."""
+        try:
+            if isinstance(decimals, (bool, np.bool_)):
+                raise TypeError
+            decimals = operator.index(decimals)
+        except TypeError:
+            raise TypeError(f"round's decimals must be an int, got {decimals!r}") from None
+        if self.dtype is dtypes.bool:
+            raise TypeError("round of a bool tensor: cast it to a number first")
+        if self.dtype.is_float:
+            if decimals == 0:
+                return self._alu(Ops.RINT)
+            try:
+                f = 10.0 ** abs(decimals)
+            except OverflowError:  # (numpy's power of ten is inf there too)
+                f = math.inf
+            if decimals > 0:
+                return (self * f)._alu(Ops.RINT) / f
+            return (self / f)._alu(Ops.RINT) * f
+        if decimals >= 0:
+            return self._copy()  # a new tensor with the same values, as numpy's
+        f = 10 ** -decimals
+        if f > np.iinfo(self.dtype.np).max:
+            raise ValueError(f"round to {decimals} decimals of a {self.dtype.name} tensor: "
+                             f"10**{-decimals} does not fit {self.dtype.name}")
+        q = self // f  # (floor) and the remainder, 0 <= r < f; f is even: halves go to even q
+        r = self - q * f
+        half = f // 2
+        up = (r > half) | ((r == half) & ((q % 2) == 1))
+        return (q + up.cast(self.dtype)) * f
 
     @_half_in_float32
     def sigmoid(self) -> Tensor:
@@ -1624,6 +1842,37 @@ class Tensor:
     def T(self) -> Tensor:
         return self.permute(tuple(reversed(range(self.ndim))))
 
+    def swapaxes(self, axis1: int, axis2: int) -> Tensor:
+        """numpy's swapaxes (PyTorch's transpose and swapdims)."""
+        return self.transpose(axis1, axis2)
+
+    swapdims = swapaxes
+
+    def moveaxis(self, source, destination) -> Tensor:
+        """numpy's moveaxis: the axes `source` (an int or a sequence) moved to the places
+        `destination`, the others kept in their order; also ``movedim``."""
+        src = tuple(source) if isinstance(source, (tuple, list)) else (source,)
+        dst = tuple(destination) if isinstance(destination, (tuple, list)) else (destination,)
+        if len(src) != len(dst):
+            raise ValueError(f"moveaxis: {len(src)} source axes but {len(dst)} destinations")
+        if self.ndim == 0 and src:
+            raise ShapeError("moveaxis of a 0-d tensor: it has no axes")
+        src = tuple(_norm_axis(a, self.ndim) for a in src)
+        dst = tuple(_norm_axis(a, self.ndim) for a in dst)
+        for what, axes in (("source", src), ("destination", dst)):
+            if len(set(axes)) != len(axes):
+                raise ValueError(f"moveaxis: repeated axis in {what} {axes}")
+        order = [a for a in range(self.ndim) if a not in src]
+        for d, a in sorted(zip(dst, src)):
+            order.insert(d, a)
+        return self.permute(tuple(order))
+
+    movedim = moveaxis
+
+    def ravel(self) -> Tensor:
+        """numpy's ravel: the elements in C order, 1-d (``flatten()``)."""
+        return self.flatten()
+
     def expand(self, *shape) -> Tensor:
         shape = _shape_arg(shape, allow_neg=True)
         if len(shape) < self.ndim:
@@ -1917,7 +2166,68 @@ class Tensor:
         x = x.expand(tuple(v for r, s in zip(reps, base) for v in (r, s)))
         return x.reshape(tuple(r * s for r, s in zip(reps, base)))._copy()  # np.tile copies
 
+    def tile(self, reps) -> Tensor:
+        """numpy's tile: `reps` (an int or a sequence) copies along each axis; fewer reps than
+        axes repeat the last axes, more add leading axes."""
+        reps = (reps,) if not isinstance(reps, (tuple, list)) else tuple(reps)
+        for r in reps:
+            if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, np.integer)):
+                raise TypeError(f"tile's reps must be ints, got {reps}")
+            if r < 0:
+                raise ValueError(f"tile's reps must not be negative, got {reps}")
+        reps = (1,) * (self.ndim - len(reps)) + tuple(int(r) for r in reps)
+        return self.repeat(*reps) if reps else self._copy()
+
+    def roll(self, shifts, dims=None, axis=None) -> Tensor:
+        """numpy's roll (PyTorch's): elements shifted by `shifts` along `dims` (or numpy's
+        `axis`), those pushed past the end coming back at the start; without axes, over the
+        flattened tensor, shape kept. Shifts and axes pair up as numpy broadcasts them (one
+        shift for many axes, or many shifts summed on one axis)."""
+        if axis is not None:
+            if dims is not None:
+                raise TypeError("roll got both dims and axis")
+            dims = axis
+        if dims is None:
+            if isinstance(shifts, (tuple, list)):
+                raise ValueError("roll over the flattened tensor takes one shift, got "
+                                 f"{shifts}")
+            return self.flatten().roll(shifts, 0).reshape(self.shape)
+        sh = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
+        ax = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+        if len(sh) == 1:
+            sh *= len(ax)
+        elif len(ax) == 1:
+            ax *= len(sh)
+        if len(sh) != len(ax):
+            raise ValueError(f"roll: {len(sh)} shifts for {len(ax)} axes")
+        if self.ndim == 0:
+            raise ShapeError("roll of a 0-d tensor along an axis: it has no axes")
+        total: dict[int, int] = {}
+        for s, a in zip(sh, ax):
+            if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
+                raise TypeError(f"roll's shifts must be ints, got {shifts!r}")
+            a = _norm_axis(a, self.ndim)
+            total[a] = total.get(a, 0) + int(s)
+        _static_dims(self, "roll", total)
+        x = self
+        for a, s in sorted(total.items()):
+            n = x.shape[a]
+            if n == 0 or s % n == 0:
+                continue
+            k = n - s % n  # the first k elements move to the end
+            bounds = [(0, d) for d in x.shape]
+            head, tail = list(bounds), list(bounds)
+            head[a], tail[a] = (0, k), (k, n)
+            x = x.shrink(tuple(tail)).cat(x.shrink(tuple(head)), dim=a)
+        return x if x is not self else self._copy()  # (a new tensor, as numpy's)
+
     # -- linear algebra and nn ------------------------------------------------------------------
+
+    def outer(self, x: Tensor) -> Tensor:
+        """numpy's outer: every element of self (flattened) times every element of x
+        (flattened), shape (self.numel(), x.numel())."""
+        _all_tensors("outer", (self, x))
+        return self.reshape(-1, 1) * x.reshape(1, -1)
 
     def dot(self, w: Tensor) -> Tensor:
         """numpy's dot: a 0-d tensor scales the other; otherwise the last axis of self with

@@ -49,14 +49,18 @@ _UNARY = {
     Ops.RECIPROCAL: "np.reciprocal", Ops.SIN: "np.sin", Ops.COS: "np.cos", Ops.TANH: "np.tanh",
     Ops.ABS: "np.abs", Ops.SIGN: "np.sign", Ops.NOT: "np.logical_not", Ops.TRUNC: "np.trunc",
     Ops.EXP2: "np.exp2", Ops.LOG2: "np.log2", Ops.FLOOR: "np.floor", Ops.CEIL: "np.ceil",
-    Ops.LOG1P: "np.log1p", Ops.EXPM1: "np.expm1",
+    Ops.LOG1P: "np.log1p", Ops.EXPM1: "np.expm1", Ops.TAN: "np.tan", Ops.SINH: "np.sinh",
+    Ops.COSH: "np.cosh", Ops.ASIN: "np.arcsin", Ops.ACOS: "np.arccos", Ops.ATAN: "np.arctan",
+    Ops.ASINH: "np.arcsinh", Ops.ACOSH: "np.arccosh", Ops.ATANH: "np.arctanh",
+    Ops.RINT: "np.rint",
 }
 _BINARY = {
     Ops.ADD: "np.add", Ops.SUB: "np.subtract", Ops.MUL: "np.multiply", Ops.DIV: "np.true_divide",
     Ops.IDIV: "np.floor_divide", Ops.MOD: "np.remainder", Ops.POW: "np.power",
     Ops.MAX: "np.maximum", Ops.MIN: "np.minimum", Ops.CMPLT: "np.less", Ops.CMPLE: "np.less_equal",
     Ops.CMPEQ: "np.equal", Ops.CMPNE: "np.not_equal", Ops.AND: "np.bitwise_and",
-    Ops.OR: "np.bitwise_or", Ops.XOR: "np.bitwise_xor",
+    Ops.OR: "np.bitwise_or", Ops.XOR: "np.bitwise_xor", Ops.ATAN2: "np.arctan2",
+    Ops.HYPOT: "np.hypot", Ops.FMOD: "np.fmod",
 }
 _REDUCE = {Ops.ADD: "np.add", Ops.MUL: "np.multiply", Ops.MAX: "np.maximum", Ops.MIN: "np.minimum"}
 

@@ -189,6 +189,22 @@ class Ops(int, metaclass=_OpsType):
     # on a copy (a row named twice gets both; each add in the promoted dtype, cast back at
     # once), the shape and dtype of base
     SCATTER_ADD = auto()
+    # unary: numpy's tan, sinh, cosh, arcsin, arccos, arctan, arcsinh, arccosh, arctanh and
+    # rint (round half to even)
+    TAN = auto()
+    SINH = auto()
+    COSH = auto()
+    ASIN = auto()
+    ACOS = auto()
+    ATAN = auto()
+    ASINH = auto()
+    ACOSH = auto()
+    ATANH = auto()
+    RINT = auto()
+    # binary: numpy's arctan2, hypot and fmod (the remainder with the sign of the dividend)
+    ATAN2 = auto()
+    HYPOT = auto()
+    FMOD = auto()
 
     name: str  # in the member's own __dict__ (an int subclass takes no slots)
 
@@ -214,11 +230,13 @@ class GroupOp:
     Unary = frozenset(
         {Ops.NEG, Ops.EXP, Ops.LOG, Ops.SQRT, Ops.RECIPROCAL, Ops.SIN, Ops.COS, Ops.TANH,
          Ops.ABS, Ops.SIGN, Ops.NOT, Ops.TRUNC, Ops.EXP2, Ops.LOG2, Ops.FLOOR, Ops.CEIL,
-         Ops.LOG1P, Ops.EXPM1}
+         Ops.LOG1P, Ops.EXPM1, Ops.TAN, Ops.SINH, Ops.COSH, Ops.ASIN, Ops.ACOS, Ops.ATAN,
+         Ops.ASINH, Ops.ACOSH, Ops.ATANH, Ops.RINT}
     )
     Binary = frozenset(
         {Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.IDIV, Ops.MOD, Ops.POW, Ops.MAX, Ops.MIN,
-         Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR}
+         Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR, Ops.ATAN2,
+         Ops.HYPOT, Ops.FMOD}
     )
     Ternary = frozenset({Ops.WHERE})
     ALU = Unary | Binary | Ternary

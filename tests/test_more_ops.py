@@ -1,0 +1,401 @@
+"""numpy's and PyTorch's names that tolk added later: trigonometric and hyperbolic functions,
+arctan2/hypot/fmod, isnan/isinf/isfinite, round, logical ops, masked_fill, lerp, swapaxes,
+moveaxis, ravel, tile, roll, outer, isclose/allclose and linspace, against numpy on random
+shapes, values and dtypes (hypothesis; TOLK_THOROUGH=1 for many more examples)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tensor_strategies import (ALL, FLOATS, INTS, array_and_dtype, arrays, assert_matches,
+                               cases, float_result, shapes)
+from tolk.dtype import dtypes
+from tolk.errors import ShapeError
+from tolk.tensor import Tensor
+
+
+@pytest.fixture(autouse=True)
+def _quiet_numpy():
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+SPECIAL = np.array([0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 1.5, 2.5, -2.5, 1e4, -1e4, np.inf, -np.inf,
+                    np.nan], np.float64)
+
+UNARY = {"tan": np.tan, "sinh": np.sinh, "cosh": np.cosh, "arcsin": np.arcsin,
+         "arccos": np.arccos, "arctan": np.arctan, "arcsinh": np.arcsinh, "arccosh": np.arccosh,
+         "arctanh": np.arctanh}
+
+
+@cases()
+@given(st.sampled_from(sorted(UNARY)), array_and_dtype(dtype_strategy=st.sampled_from(ALL)))
+def test_float_unary_ops_are_numpys_ufuncs_in_the_float_dtype(name, a):
+    rd = float_result(a.dtype)  # (ints and bools in float32, as every float op of tolk)
+    got = getattr(Tensor(a), name)()
+    assert got.dtype.np == rd
+    np.testing.assert_array_equal(got.numpy(), UNARY[name](a.astype(rd)))
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_float_unary_ops_at_special_values(name, dt):
+    a = SPECIAL.astype(dt)
+    np.testing.assert_array_equal(getattr(Tensor(a), name)().numpy(), UNARY[name](a))
+
+
+def test_pytorch_spellings_are_the_same_ops():
+    a = np.linspace(-0.9, 0.9, 7).astype(np.float32)
+    t = Tensor(a)
+    for torch_name, np_name in (("asin", "arcsin"), ("acos", "arccos"), ("atan", "arctan"),
+                                ("asinh", "arcsinh"), ("atanh", "arctanh")):
+        np.testing.assert_array_equal(getattr(t, torch_name)().numpy(),
+                                      getattr(t, np_name)().numpy())
+    np.testing.assert_array_equal((t + 2).acosh().numpy(), np.arccosh(a + np.float32(2)))
+    np.testing.assert_array_equal(t.atan2(t[::-1]).numpy(), np.arctan2(a, a[::-1]))
+    np.testing.assert_array_equal(t.remainder(0.25).numpy(), np.remainder(a, np.float32(0.25)))
+    x = Tensor(np.arange(24).reshape(2, 3, 4))
+    assert x.swapdims(0, 2).shape == x.swapaxes(0, 2).shape == (4, 3, 2)
+    assert x.movedim(0, -1).shape == (3, 4, 2)
+
+
+def _pair(dt_strategy):
+    return st.tuples(dt_strategy, dt_strategy, shapes(max_dims=3), shapes(max_dims=3)).filter(
+        lambda p: _broadcastable(p[2], p[3]))
+
+
+def _broadcastable(s1, s2):
+    return all(a == b or a == 1 or b == 1 for a, b in zip(s1[::-1], s2[::-1]))
+
+
+@cases()
+@given(st.sampled_from(["arctan2", "hypot"]), _pair(st.sampled_from(ALL)), st.data())
+def test_arctan2_and_hypot_broadcast_and_match_numpy(name, p, data):
+    d1, d2, s1, s2 = p
+    a, b = data.draw(arrays(d1, s1)), data.draw(arrays(d2, s2))
+    got = getattr(Tensor(a), name)(Tensor(b))
+    rd = float_result(got.dtype.np)  # the promoted dtype (ints: float32)
+    want = getattr(np, name)(a.astype(rd), b.astype(rd))
+    assert got.dtype.np == rd
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_arctan2_at_signed_zeros_and_infinities_is_numpys():
+    y = np.array([0.0, -0.0, 0.0, -0.0, np.inf, -np.inf, np.inf, 1.0, np.nan], np.float32)
+    x = np.array([0.0, 0.0, -0.0, -0.0, np.inf, np.inf, -np.inf, -np.inf, 1.0], np.float32)
+    np.testing.assert_array_equal(Tensor(y).arctan2(Tensor(x)).numpy(), np.arctan2(y, x))
+    np.testing.assert_array_equal(Tensor(y).arctan2(-0.0).numpy(), np.arctan2(y, np.float32(-0.0)))
+    big = np.array([3e38, 1e-45], np.float32)
+    np.testing.assert_array_equal(Tensor(big).hypot(Tensor(big)).numpy(), np.hypot(big, big))
+
+
+@cases()
+@given(_pair(st.sampled_from(FLOATS + INTS)), st.data())
+def test_fmod_takes_the_sign_of_the_dividend_as_numpy(p, data):
+    d1, d2, s1, s2 = p
+    a, b = data.draw(arrays(d1, s1)), data.draw(arrays(d2, s2))
+    got = Tensor(a).fmod(Tensor(b))
+    want = np.fmod(a, b)
+    assert_matches(got.numpy(), want)
+
+
+def test_fmod_of_ints_by_zero_is_zero_and_bools_are_int8_as_numpy():
+    a = np.array([5, -5, 7, -7], np.int32)
+    assert_matches(Tensor(a).fmod(0).numpy(), np.fmod(a, np.int32(0)))
+    assert_matches(Tensor(a).fmod(-3).numpy(), np.fmod(a, np.int32(-3)))
+    b = np.array([True, True])
+    assert_matches(Tensor(b).fmod(Tensor(b)).numpy(), np.fmod(b.astype(np.int8), b.astype(np.int8)))
+
+
+# ---------------------------------------------------------------------------------------------
+# predicates and rounding
+
+
+@cases()
+@given(array_and_dtype(dtype_strategy=st.sampled_from(ALL)), st.data())
+def test_isnan_isinf_isfinite_match_numpy(a, data):
+    if a.dtype.kind == "f" and a.size:  # plant some specials
+        flat = a.reshape(-1).copy()
+        for i in data.draw(st.lists(st.integers(0, a.size - 1), max_size=4)):
+            flat[i] = data.draw(st.sampled_from([np.nan, np.inf, -np.inf, -0.0]))
+        a = flat.reshape(a.shape)
+    t = Tensor(a)
+    for name in ("isnan", "isinf", "isfinite"):
+        assert_matches(getattr(t, name)().numpy(), getattr(np, name)(a))
+
+
+@cases()
+@given(array_and_dtype(dtype_strategy=st.sampled_from(FLOATS)), st.integers(-3, 3))
+def test_round_of_floats_is_numpys_halves_to_even(a, decimals):
+    want = np.round(a, decimals)
+    got = Tensor(a).round(decimals).numpy()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    assert (np.signbit(got) == np.signbit(want)).all()  # (-0.0 stays -0.0, as numpy's)
+
+
+def test_round_at_halves_special_values_and_large_values():
+    for dt in FLOATS:
+        a = np.concatenate([SPECIAL, [0.49999997, 3.5, 4.5, -3.5, 2**52 + 1.0, 1e30]]).astype(dt)
+        for d in (0, 1, -1, 2, 5, 308, -308, 400, -400):  # (10.0**400: inf, as numpy's)
+            np.testing.assert_array_equal(Tensor(a).round(d).numpy(), np.round(a, d))
+    assert Tensor(np.float32(2.675)).round(2).item() == np.round(np.float32(2.675), 2)
+
+
+def _round_int(a: np.ndarray, decimals: int) -> np.ndarray:
+    """Exact integer rounding, halves to even, wrapping into the dtype (Python ints)."""
+    if decimals >= 0:
+        return a.copy()
+    f = 10 ** -decimals
+    info = np.iinfo(a.dtype)
+    out = []
+    for x in a.reshape(-1).tolist():
+        q, r = divmod(x, f)
+        v = (q + (2 * r > f or (2 * r == f and q % 2 == 1))) * f
+        out.append((v - int(info.min)) % (1 << (8 * a.dtype.itemsize)) + int(info.min))
+    return np.array(out, dtype=a.dtype).reshape(a.shape)
+
+
+@cases()
+@given(array_and_dtype(dtype_strategy=st.sampled_from(INTS + (np.dtype(np.int64),))),
+       st.integers(-3, 2))
+def test_round_of_ints_is_exact_and_keeps_the_dtype(a, decimals):
+    if decimals < 0 and 10 ** -decimals > np.iinfo(a.dtype).max:
+        with pytest.raises(ValueError, match="does not fit"):
+            Tensor(a).round(decimals)
+        return
+    got = Tensor(a).round(decimals).numpy()
+    assert_matches(got, _round_int(a, decimals))
+    fine = np.abs(a.astype(np.float64)) < 2.0 ** 53  # numpy rounds through float64
+    if a.dtype != np.int64:  # (and where the result wraps it wraps the same way)
+        fine &= (np.abs(a.astype(np.float64)) + 10.0 ** -decimals < np.iinfo(a.dtype).max)
+    assert_matches(got[fine], np.round(a, decimals)[fine])
+
+
+def test_round_of_ints_halves_and_bad_arguments():
+    a = np.array([15, 25, -15, -25, 125, 5, -5, 0, 127, -128], np.int8)
+    assert_matches(Tensor(a).round(-1).numpy(), _round_int(a, -1))
+    assert Tensor(a).round(-1).numpy().tolist()[:8] == np.round(a, -1).tolist()[:8]
+    big = np.array([123456789012345675, 36028797018963966, -(2**63), 2**63 - 1], np.int64)
+    got = Tensor(big).round(-1).numpy().tolist()  # exact, where numpy goes through float64
+    assert got == [123456789012345680, 36028797018963970, 2**63 - 2, -(2**63) + 2]  # (wrapped)
+    with pytest.raises(TypeError, match="bool"):
+        Tensor([True]).round()
+    with pytest.raises(TypeError, match="decimals"):
+        Tensor([1.0]).round(1.5)
+    with pytest.raises(ValueError, match="10\\*\\*3 does not fit int8"):
+        Tensor(a).round(-3)
+
+
+@cases()
+@given(st.sampled_from(["logical_and", "logical_or", "logical_xor"]),
+       _pair(st.sampled_from(ALL)), st.data())
+def test_logical_ops_take_truth_values_and_broadcast(name, p, data):
+    d1, d2, s1, s2 = p
+    a, b = data.draw(arrays(d1, s1)), data.draw(arrays(d2, s2))
+    if a.dtype.kind == "f" and a.size:
+        a = a.copy()
+        a.reshape(-1)[0] = np.nan  # (true, as numpy's truth of nan)
+    assert_matches(getattr(Tensor(a), name)(Tensor(b)).numpy(), getattr(np, name)(a, b))
+    for s in (0, 2.5, True, float("nan")):
+        assert_matches(getattr(Tensor(a), name)(s).numpy(), getattr(np, name)(a, s))
+
+
+def test_logical_ops_refuse_what_is_no_scalar_or_tensor():
+    with pytest.raises(TypeError, match="logical ops take"):
+        Tensor([1]).logical_and([1])
+
+
+# ---------------------------------------------------------------------------------------------
+# masked_fill, lerp
+
+
+@cases()
+@given(array_and_dtype(dtype_strategy=st.sampled_from(ALL)), st.data())
+def test_masked_fill_is_where_in_selfs_dtype(a, data):
+    mshape = data.draw(st.sampled_from([a.shape, a.shape[1:], (1,) * a.ndim]))
+    m = data.draw(arrays(np.bool_, mshape))
+    value = data.draw(st.sampled_from([0, 1, True, 3]))
+    want = np.where(m, np.asarray(value).astype(a.dtype), a)
+    assert_matches(Tensor(a).masked_fill(Tensor(m), value).numpy(), want)
+    vt = data.draw(arrays(a.dtype, ()))
+    assert_matches(Tensor(a).masked_fill(Tensor(m), Tensor(vt)).numpy(), np.where(m, vt, a))
+
+
+def test_masked_fill_truncates_a_float_into_ints_and_broadcasts_the_mask_up():
+    got = Tensor(np.array([1, 2, 3], np.int32)).masked_fill(Tensor([True, False, True]), 2.5)
+    assert_matches(got.numpy(), np.array([2, 2, 2], np.int32))
+    got = Tensor(np.array([1.0, 2.0], np.float32)).masked_fill(Tensor([[True], [False]]), -1)
+    assert_matches(got.numpy(), np.array([[-1, -1], [1, 2]], np.float32))
+    with pytest.raises(TypeError, match="mask must be a Tensor"):
+        Tensor([1.0]).masked_fill([True], 0)
+    with pytest.raises(TypeError, match="value must be"):
+        Tensor([1.0]).masked_fill(Tensor([True]), "x")
+    with pytest.raises(ShapeError):
+        Tensor([1.0, 2.0]).masked_fill(Tensor([True, False, True]), 0)
+
+
+@cases()
+@given(_pair(st.sampled_from(FLOATS)), st.floats(-2, 2, width=32), st.data())
+def test_lerp_is_start_plus_weight_times_the_difference(p, w, data):
+    d1, d2, s1, s2 = p
+    a, b = data.draw(arrays(d1, s1)), data.draw(arrays(d2, s2))
+    got = Tensor(a).lerp(Tensor(b), w)
+    rd = np.result_type(a, b)
+    want = a.astype(rd) + (b.astype(rd) - a.astype(rd)) * rd.type(w)
+    np.testing.assert_array_equal(got.numpy(), want)
+    wt = data.draw(arrays(np.float32, s1))
+    got = Tensor(a).lerp(Tensor(b), Tensor(wt))
+    want = Tensor(a) + (Tensor(b) - Tensor(a)) * Tensor(wt)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# ---------------------------------------------------------------------------------------------
+# movement: swapaxes, moveaxis, ravel, tile, roll, outer
+
+
+@cases()
+@given(array_and_dtype(shape_strategy=shapes(min_dims=1, max_dims=4)), st.data())
+def test_swapaxes_moveaxis_and_ravel_match_numpy(a, data):
+    n = a.ndim
+    i, j = data.draw(st.integers(-n, n - 1)), data.draw(st.integers(-n, n - 1))
+    assert_matches(Tensor(a).swapaxes(i, j).numpy(), np.swapaxes(a, i, j))
+    k = data.draw(st.integers(0, n))
+    src = data.draw(st.permutations(range(n)))[:k]
+    dst = data.draw(st.permutations(range(-n, 0)))[:k]
+    assert_matches(Tensor(a).moveaxis(src, dst).numpy(), np.moveaxis(a, src, dst))
+    assert_matches(Tensor(a).moveaxis(i, j).numpy(), np.moveaxis(a, i, j))
+    assert_matches(Tensor(a)[..., ::-1].ravel().numpy(), np.ravel(a[..., ::-1]))
+
+
+def test_moveaxis_errors_name_the_problem():
+    x = Tensor(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="repeated axis in source"):
+        x.moveaxis((0, 0), (0, 1))
+    with pytest.raises(ValueError, match="2 source axes but 1"):
+        x.moveaxis((0, 1), 0)
+    with pytest.raises(ShapeError, match="out of range"):
+        x.moveaxis(2, 0)
+    with pytest.raises(ShapeError, match="0-d"):
+        Tensor(1.0).moveaxis(0, 0)
+
+
+@cases()
+@given(array_and_dtype(shape_strategy=shapes(max_dims=3, max_side=3)),
+       st.lists(st.integers(0, 3), max_size=4))
+def test_tile_matches_numpy(a, reps):
+    assert_matches(Tensor(a).tile(tuple(reps)).numpy(), np.tile(a, tuple(reps)))
+    if reps:
+        assert_matches(Tensor(a).tile(reps[0]).numpy(), np.tile(a, reps[0]))
+
+
+def test_tile_refuses_negative_and_non_int_reps():
+    with pytest.raises(ValueError, match="negative"):
+        Tensor([1]).tile(-1)
+    with pytest.raises(TypeError, match="ints"):
+        Tensor([1]).tile(1.5)
+
+
+@cases()
+@given(array_and_dtype(shape_strategy=shapes(min_dims=1, max_dims=3)), st.data())
+def test_roll_matches_numpy(a, data):
+    n = a.ndim
+    s = data.draw(st.integers(-12, 12))
+    assert_matches(Tensor(a).roll(s).numpy(), np.roll(a, s))
+    ax = data.draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=3))
+    sh = data.draw(st.lists(st.integers(-7, 7), min_size=len(ax), max_size=len(ax)))
+    assert_matches(Tensor(a).roll(tuple(sh), tuple(ax)).numpy(), np.roll(a, sh, ax))
+    assert_matches(Tensor(a).roll(s, axis=tuple(ax)).numpy(), np.roll(a, s, axis=tuple(ax)))
+    assert_matches(Tensor(a).roll(tuple(sh), ax[0]).numpy(), np.roll(a, sh, ax[0]))
+
+
+def test_roll_gives_a_new_tensor_and_refuses_what_numpy_refuses():
+    x = Tensor(np.arange(4.0)).realize()
+    y = x.roll(4)
+    y[0] = 9.0
+    assert x.numpy().tolist() == [0, 1, 2, 3]
+    assert_matches(Tensor(np.float32(2)).roll(3).numpy(), np.roll(np.float32(2), 3))
+    with pytest.raises(ShapeError, match="0-d"):
+        Tensor(np.float32(2)).roll(1, 0)
+    with pytest.raises(ValueError, match="2 shifts for 3 axes"):
+        Tensor(np.zeros((2, 2, 2))).roll((1, 2), (0, 1, 2))
+    with pytest.raises(TypeError, match="both dims and axis"):
+        x.roll(1, 0, axis=0)
+    with pytest.raises(TypeError, match="shifts must be ints"):
+        x.roll(1.5, 0)
+
+
+@cases()
+@given(array_and_dtype(shape_strategy=shapes(max_dims=2, max_side=4)),
+       array_and_dtype(shape_strategy=shapes(max_dims=2, max_side=4)))
+def test_outer_flattens_both_as_numpy(a, b):
+    got = Tensor(a).outer(Tensor(b))
+    want = np.outer(a, b)
+    if want.dtype == np.bool_:  # (numpy multiplies bools as logical and)
+        want = want.astype(np.bool_)
+    assert got.shape == want.shape
+    assert_matches(got.numpy().astype(want.dtype), want, tol_dtype=got.dtype.np)
+    with pytest.raises(TypeError, match="outer takes Tensors"):
+        Tensor(a).outer(b)
+
+
+# ---------------------------------------------------------------------------------------------
+# isclose, allclose, linspace
+
+
+@cases()
+@given(_pair(st.sampled_from(ALL)), st.data(), st.booleans())
+def test_isclose_is_numpys(p, data, equal_nan):
+    d1, d2, s1, s2 = p
+    a, b = data.draw(arrays(d1, s1)), data.draw(arrays(d2, s2))
+    if a.dtype.kind == "f" and b.dtype.kind == "f" and a.size and b.size:
+        a, b = a.copy(), b.copy()
+        for arr in (a, b):
+            for i in data.draw(st.lists(st.integers(0, arr.size - 1), max_size=3)):
+                arr.reshape(-1)[i] = data.draw(st.sampled_from([np.nan, np.inf, -np.inf]))
+        near = data.draw(st.booleans())  # values within the tolerance of the other
+        if near and a.shape == b.shape:
+            a = (b * (1 + np.asarray(1e-6, b.dtype))).astype(a.dtype)
+    rtol, atol = data.draw(st.sampled_from([(1e-5, 1e-8), (1e-2, 0.0), (0.0, 0.5)]))
+    got = Tensor(a).isclose(Tensor(b), rtol, atol, equal_nan)
+    assert_matches(got.numpy(), np.isclose(a, b, rtol, atol, equal_nan))
+    s = data.draw(st.sampled_from([0, 1, 2.5, np.inf, np.nan, True]))
+    assert_matches(Tensor(a).isclose(s, rtol, atol, equal_nan).numpy(),
+                   np.isclose(a, s, rtol, atol, equal_nan))
+    assert Tensor(a).allclose(Tensor(b), rtol, atol, equal_nan) == \
+        bool(np.allclose(a, b, rtol, atol, equal_nan))
+
+
+def test_isclose_refuses_what_is_no_scalar_or_tensor():
+    with pytest.raises(TypeError, match="isclose takes"):
+        Tensor([1.0]).isclose([1.0])
+
+
+@pytest.mark.parametrize("args, kwargs", [
+    ((0, 1), {}), ((0, 1, 5), {}), ((1, 0, 4), {"endpoint": False}), ((-3.5, 2.25, 1), {}),
+    ((0, 1, 0), {}), ((0, 10, 7), {"dtype": "int32"}), ((-5, 5, 6), {"dtype": "int8"}),
+    ((0, 1, 3), {"dtype": "float64"}), ((0, 1, 3), {"dtype": "float16"}),
+    ((0, 1, 3), {"dtype": "bool"}), ((2, 2, 3), {})])
+def test_linspace_matches_numpy(args, kwargs):
+    d = kwargs.get("dtype")
+    want = np.linspace(*args, endpoint=kwargs.get("endpoint", True),
+                       dtype=np.float32 if d is None else np.dtype(d))
+    assert_matches(Tensor.linspace(*args, **kwargs).numpy(), want)
+
+
+def test_linspace_in_bfloat16_rounds_once_and_bad_arguments_raise():
+    got = Tensor.linspace(0, 1, 7, dtype=dtypes.bfloat16)
+    assert got.dtype is dtypes.bfloat16
+    want = Tensor(np.linspace(0, 1, 7, dtype=np.float32), dtype=dtypes.bfloat16)
+    np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    with pytest.raises(ValueError, match="must not be negative"):
+        Tensor.linspace(0, 1, -1)
+    with pytest.raises(TypeError, match="num must be an int"):
+        Tensor.linspace(0, 1, 2.0)
+    with pytest.raises(TypeError, match="bounds"):
+        Tensor.linspace(np.zeros(2), 1, 2)
