@@ -399,3 +399,89 @@ def test_linspace_in_bfloat16_rounds_once_and_bad_arguments_raise():
         Tensor.linspace(0, 1, 2.0)
     with pytest.raises(TypeError, match="bounds"):
         Tensor.linspace(np.zeros(2), 1, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# sort, argsort, topk
+
+
+def _descending_order(a: np.ndarray, axis: int) -> np.ndarray:
+    """Stable descending positions along `axis`, nan first (a plain Python sort per row)."""
+    moved = np.moveaxis(a, axis, -1)
+    out = np.empty(moved.shape, np.int64)
+    for idx in np.ndindex(moved.shape[:-1]):
+        row = moved[idx].tolist()
+        key = [(0, 0) if v != v else (1, -v) for v in row]  # (Python numbers: exact)
+        out[idx] = sorted(range(len(row)), key=key.__getitem__)
+    return np.moveaxis(out, -1, axis)
+
+
+def _with_ties_and_nans(a: np.ndarray, data) -> np.ndarray:
+    if not a.size:
+        return a
+    a = a.copy()
+    flat = a.reshape(-1)
+    for i in data.draw(st.lists(st.integers(0, a.size - 1), max_size=4)):
+        flat[i] = flat[data.draw(st.integers(0, a.size - 1))]  # a tie
+    if a.dtype.kind == "f":
+        for i in data.draw(st.lists(st.integers(0, a.size - 1), max_size=2)):
+            flat[i] = data.draw(st.sampled_from([np.nan, np.inf, -np.inf, -0.0]))
+    return a
+
+
+@cases()
+@given(array_and_dtype(dtype_strategy=st.sampled_from(ALL + (np.dtype(np.int64),)),
+                       shape_strategy=shapes(min_dims=1, max_dims=3)), st.data())
+def test_sort_and_argsort_are_numpys_stable_sort_both_ways(a, data):
+    a = _with_ties_and_nans(a, data)
+    axis = data.draw(st.integers(-a.ndim, a.ndim - 1))
+    values, indices = Tensor(a).sort(axis)
+    want = np.argsort(a, axis=axis, kind="stable")
+    assert_matches(indices.numpy(), want.astype(np.int64))
+    assert_matches(values.numpy(), np.take_along_axis(a, want, axis))
+    assert_matches(Tensor(a).argsort(axis=axis).numpy(), want.astype(np.int64))
+    down = _descending_order(a, axis)
+    values, indices = Tensor(a).sort(dim=axis, descending=True)
+    assert_matches(indices.numpy(), down)
+    assert_matches(values.numpy(), np.take_along_axis(a, down, axis))
+
+
+@cases()
+@given(array_and_dtype(dtype_strategy=st.sampled_from(FLOATS + INTS),
+                       shape_strategy=shapes(min_dims=1, max_dims=3)), st.data())
+def test_topk_is_the_first_k_of_the_sort(a, data):
+    a = _with_ties_and_nans(a, data)
+    axis = data.draw(st.integers(-a.ndim, a.ndim - 1))
+    k = data.draw(st.integers(0, a.shape[axis]))
+    largest = data.draw(st.booleans())
+    values, indices = Tensor(a).topk(k, axis, largest=largest)
+    order = _descending_order(a, axis) if largest else np.argsort(a, axis=axis, kind="stable")
+    order = np.take(order, range(k), axis=axis)
+    assert_matches(indices.numpy(), order.astype(np.int64))
+    assert_matches(values.numpy(), np.take_along_axis(a, order, axis))
+
+
+def test_sort_fuses_with_elementwise_ops_and_is_computed_once_for_two_readers():
+    a = np.random.default_rng(0).standard_normal((6, 5)).astype(np.float32)
+    s = (Tensor(a) * 2).sort(0)[0]
+    want = np.sort(a * 2, 0)
+    got = (s + s.sum(0)) * s[::-1]  # (two kernels read the sort: it is realized once)
+    np.testing.assert_allclose(got.numpy(), (want + want.sum(0)) * want[::-1], rtol=1e-6)
+    b = Tensor(a.astype(np.float32)).cast("bfloat16")
+    got = b.sort(1, descending=True)[0].float().numpy()
+    np.testing.assert_array_equal(got, -np.sort(-b.float().numpy(), 1))
+
+
+def test_sort_of_a_0d_tensor_and_bad_arguments():
+    v, i = Tensor(np.float32(2.5)).sort()
+    assert v.item() == 2.5 and i.item() == 0 and i.dtype is dtypes.int64
+    v, i = Tensor(np.float32(2.5)).topk(1)
+    assert v.item() == 2.5 and i.item() == 0
+    with pytest.raises(ShapeError, match="0-d"):
+        Tensor(np.float32(2.5)).sort(1)
+    with pytest.raises(ShapeError, match="out of range"):
+        Tensor([1.0, 2.0]).sort(1)
+    with pytest.raises(ValueError, match="k must be in \\[0, 2\\]"):
+        Tensor([1.0, 2.0]).topk(3)
+    with pytest.raises(TypeError, match="k must be an int"):
+        Tensor([1.0, 2.0]).topk(1.0)

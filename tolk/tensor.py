@@ -1542,6 +1542,55 @@ class Tensor:
         x = Tensor(UOp(Ops.SCAN, x.dtype, (x.uop,), (op, ax)))
         return x.cast(want) if want is not None else x
 
+    @_numpy_names
+    def sort(self, axis: int = -1, descending: bool = False) -> tuple[Tensor, Tensor]:
+        """The values sorted along `axis` and their int64 positions along it, a pair (as
+        tinygrad's and PyTorch's sort; numpy's np.sort gives the values alone: ``[0]``).
+        numpy's stable sort: nan sorts last ascending and first descending, equal values keep
+        their order either way; a 0-d tensor is its own sort."""
+        return self._sort(axis, descending, False), self._sort(axis, descending, True)
+
+    @_numpy_names
+    def argsort(self, axis: int = -1, descending: bool = False) -> Tensor:
+        """The int64 positions that sort the tensor along `axis` (numpy's stable argsort;
+        descending as `sort`)."""
+        return self._sort(axis, descending, True)
+
+    @_numpy_names
+    def topk(self, k: int, axis: int = -1, largest: bool = True,
+             sorted: bool = True) -> tuple[Tensor, Tensor]:  # noqa: A002 (PyTorch's name)
+        """The `k` largest (or smallest) values along `axis` and their int64 positions, a
+        pair, in sorted order whatever `sorted` says (PyTorch's topk; ties keep the order
+        they come in, nan counts as the largest)."""
+        try:
+            if isinstance(k, (bool, np.bool_)):
+                raise TypeError
+            k = operator.index(k)
+        except TypeError:
+            raise TypeError(f"topk's k must be an int, got {k!r}") from None
+        n = self.shape[_norm_axis(axis, self.ndim)] if self.ndim else 1
+        if isinstance(n, Sym):
+            _static_dims(self, "topk", (_norm_axis(axis, self.ndim),))
+        if not 0 <= k <= n:
+            raise ValueError(f"topk's k must be in [0, {n}] for an axis of size {n}, got {k}")
+        values, indices = self.sort(axis, descending=largest)
+        if not self.ndim:
+            return values, indices
+        ax = _norm_axis(axis, self.ndim)
+        window = tuple((0, k) if i == ax else None for i in range(self.ndim))
+        return values.shrink(window), indices.shrink(window)
+
+    def _sort(self, axis, descending: bool, indices: bool) -> Tensor:
+        if not self.ndim:  # (one element: itself, at position 0; axis 0 or -1, PyTorch's)
+            if isinstance(axis, bool) or axis not in (0, -1):
+                raise ShapeError(f"axis {axis!r} is out of range for a 0-d tensor (0 or -1)")
+            return Tensor.zeros((), dtype=dtypes.int64, device=self.device) if indices \
+                else self._copy()
+        ax = _norm_axis(axis, self.ndim)
+        _static_dims(self, "sort", (ax,))
+        return Tensor(UOp(Ops.SORT, dtypes.int64 if indices else self.dtype, (self.uop,),
+                          (ax, bool(descending), indices)))
+
     def _count(self, axis) -> int | Tensor:
         """How many elements a reduction over `axis` sees: an int, or a scalar tensor when a
         reduced dimension is symbolic."""

@@ -8,7 +8,8 @@ A kernel AST is ``SINK(STORE(target, value), ...)`` where:
 - a STORE target is a chain of view ops over ``PARAM i`` that must stay a view of the buffer;
 - ALU ops, CAST, BITCAST and REDUCE_AXIS ``(op, axes)`` (keeping reduced axes as size 1;
   ARGMAX and ARGMIN over one axis give int64 indices, numpy's), SCAN ``(op, axis)`` as
-  numpy's cumsum or cumprod;
+  numpy's cumsum or cumprod, SORT ``(axis, descending, indices)`` as numpy's stable sort
+  or argsort;
 A sum of a product, ``REDUCE_AXIS(ADD, MUL(a, b))``, runs as one matrix product on the
 un-broadcast operands (BLAS for matmul and convolution), never materialising the product: its
 values are those of the product summed in another order (a few ulps apart, as numpy's own
@@ -380,6 +381,8 @@ class _Codegen:
             self.emit(n, self.bf16(n, self.reduce(n, s[0], cdt)))
         elif op is Ops.SCAN:
             self.emit(n, self.bf16(n, self.scan(n, s[0], cdt)))
+        elif op is Ops.SORT:
+            self.emit(n, self.sort(n, s[0]))
         elif op is Ops.GATHER:
             self.takes[n] = (len(self.lines), f"{s[0]}, {s[1]}")
             self.emit(n, f"take_rows({s[0]}, {s[1]})")
@@ -488,6 +491,16 @@ class _Codegen:
                                      f"got {n.short()}")
         fn = "np.cumsum" if arg[0] is Ops.ADD else "np.cumprod"
         return f"{fn}({x}, axis={arg[1]}, dtype={self.const(cdt)})"
+
+    def sort(self, n: UOp, x: str) -> str:
+        arg = n.arg
+        if not (isinstance(arg, tuple) and len(arg) == 3 and type(arg[0]) is int
+                and 0 <= arg[0] < len(shape_of(n)) and type(arg[1]) is bool
+                and type(arg[2]) is bool):
+            raise KernelCompileError(f"SORT needs arg (an axis of the value, descending, "
+                                     f"indices), got {n.short()}")
+        axis, descending, indices = arg
+        return f"sort_along({x}, {axis}, {descending}, {indices})"
 
     def reduce(self, n: UOp, x: str, cdt: np.dtype) -> str:
         rop, axes = n.arg
@@ -1000,6 +1013,21 @@ def ordered_reduce(op, x, axes: tuple[int, ...], dtype) -> np.ndarray:
     return op.reduce(np.asarray(x, order="C"), axis=axes, keepdims=True, dtype=dtype)
 
 
+def sort_along(x, axis: int, descending: bool, indices: bool) -> np.ndarray:
+    """numpy's stable sort of `x` along `axis`: the values, or (`indices`) their int64
+    positions. Descending is the ascending order of the reversed axis, reversed: nan first,
+    and equal values still in the order they come."""
+    x = np.asarray(x)
+    if not descending:
+        if indices:
+            return np.argsort(x, axis=axis, kind="stable").astype(np.int64)
+        return np.sort(x, axis=axis, kind="stable")
+    if not indices:
+        return np.flip(np.sort(x, axis=axis, kind="stable"), axis=axis)
+    order = np.argsort(np.flip(x, axis=axis), axis=axis, kind="stable")
+    return (x.shape[axis] - 1 - np.flip(order, axis=axis)).astype(np.int64)
+
+
 def bf16_round(x) -> np.ndarray:
     """`x` rounded to the nearest bfloat16 (to even), as float32, keeping its shape."""
     a = np.asarray(x)
@@ -1010,7 +1038,7 @@ _GLOBALS = {"contract": contract, "exact_where_not_finite": exact_where_not_fini
             "ufunc_into": ufunc_into, "concat_target": concat_target, "pad_fill": pad_fill,
             "any_negative": any_negative, "take_into": take_into,
             "take_rows": take_rows, "ordered_reduce": ordered_reduce,
-            "scatter_add": scatter_add,
+            "scatter_add": scatter_add, "sort_along": sort_along,
             "np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
             "bf16_round": bf16_round,
             "view_reshape": view_reshape, "reshape_prefix": reshape_prefix,

@@ -12,8 +12,8 @@ Fusion rules. A node gets its own buffer (is *realized*, ending a kernel) when i
 3. a COPY, or the source of a COPY that is not already a whole buffer;
 4. a REDUCE_AXIS whose result is broadcast again (reaches an EXPAND) in its kernel: the
    reduction must be finished before any element of the broadcast can be computed;
-5. a REDUCE_AXIS or SCAN that would otherwise be part of two or more kernels: a reduction
-   is never computed twice;
+5. a REDUCE_AXIS, SCAN or SORT that would otherwise be part of two or more kernels: a
+   reduction is never computed twice;
 6. an elementwise value on a device that would be part of two or more kernels and is the
    third level of recomputed values nested in each other (each used by more kernels than the
    one that holds it), so that chains such as a residual stream are not recomputed from their
@@ -171,7 +171,7 @@ class _Kernelizer:
                 kernels, nest = {n}, {}
             elif n in member:
                 kernels, nest = member[n], above.get(n, {})
-                if len(kernels) >= 2 and n.op in (Ops.REDUCE_AXIS, Ops.SCAN):
+                if len(kernels) >= 2 and n.op in (Ops.REDUCE_AXIS, Ops.SCAN, Ops.SORT):
                     self.realized[n] = None
                     kernels, nest, changed = {n}, {}, True
                 elif len(kernels) >= 2 and n.op in _ELEMENTWISE and device_of(n) is not None:

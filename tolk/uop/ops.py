@@ -205,6 +205,11 @@ class Ops(int, metaclass=_OpsType):
     ATAN2 = auto()
     HYPOT = auto()
     FMOD = auto()
+    # sort along one axis, arg ``(axis, descending, indices)``: the values (the source's
+    # dtype) or their int64 positions in the source (``indices``), numpy's stable sort (nan
+    # last ascending, first descending; equal values keep their order either way); the
+    # source's shape
+    SORT = auto()
 
     name: str  # in the member's own __dict__ (an int subclass takes no slots)
 
