@@ -485,3 +485,131 @@ def test_sort_of_a_0d_tensor_and_bad_arguments():
         Tensor([1.0, 2.0]).topk(3)
     with pytest.raises(TypeError, match="k must be an int"):
         Tensor([1.0, 2.0]).topk(1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# copysign, logaddexp, deg2rad, nan_to_num, count_nonzero, unflatten, diagonal, trace, diff,
+# meshgrid
+
+
+@cases()
+@given(_pair(st.sampled_from(FLOATS)), st.data())
+def test_copysign_and_logaddexp_match_numpy(p, data):
+    d1, d2, s1, s2 = p
+    a = _with_ties_and_nans(data.draw(arrays(d1, s1)), data)
+    b = _with_ties_and_nans(data.draw(arrays(d2, s2)), data)
+    got = Tensor(a).copysign(Tensor(b))
+    np.testing.assert_array_equal(got.numpy(), np.copysign(a, b))
+    assert (np.signbit(got.numpy()) == np.signbit(np.copysign(a, b))).all()
+    got = Tensor(a).logaddexp(Tensor(b)).numpy()
+    want = np.logaddexp(a, b)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, equal_nan=True, **_tol(want.dtype))
+
+
+def _tol(dt):
+    return {"rtol": 2e-3, "atol": 2e-3} if dt == np.float16 else {"rtol": 1e-6, "atol": 1e-7}
+
+
+@cases()
+@given(array_and_dtype(dtype_strategy=st.sampled_from(ALL)), st.data())
+def test_deg2rad_rad2deg_nan_to_num_and_count_nonzero_match_numpy(a, data):
+    a = _with_ties_and_nans(a, data)
+    rd = float_result(a.dtype)
+    np.testing.assert_array_equal(Tensor(a).deg2rad().numpy(), np.deg2rad(a.astype(rd)))
+    np.testing.assert_array_equal(Tensor(a).rad2deg().numpy(), np.rad2deg(a.astype(rd)))
+    assert_matches(Tensor(a).nan_to_num().numpy(), np.nan_to_num(a))
+    if a.dtype.kind == "f":
+        assert_matches(Tensor(a).nan_to_num(1.5, 7.0, -2.0).numpy(),
+                       np.nan_to_num(a, nan=1.5, posinf=7.0, neginf=-2.0))
+    axis = data.draw(st.none() | st.integers(-max(a.ndim, 1), max(a.ndim, 1) - 1)) \
+        if a.ndim else None
+    want = np.count_nonzero(a, axis=axis)
+    assert_matches(Tensor(a).count_nonzero(axis).numpy(), np.asarray(want, np.int64))
+
+
+def test_nan_to_num_in_bfloat16_uses_its_largest_value():
+    x = Tensor(np.array([np.inf, -np.inf, np.nan, 1.0], np.float32)).cast("bfloat16")
+    got = x.nan_to_num().float().numpy()
+    big = Tensor(np.float32(3.3895313892515355e38)).cast("bfloat16").float().item()
+    assert got.tolist() == [big, -big, 0.0, 1.0] and np.isfinite(big)
+
+
+def test_unflatten_splits_one_axis():
+    a = np.arange(24).reshape(2, 12)
+    assert_matches(Tensor(a).unflatten(1, (3, 4)).numpy(), a.reshape(2, 3, 4))
+    assert_matches(Tensor(a).unflatten(-1, (2, -1, 3)).numpy(), a.reshape(2, 2, 2, 3))
+    assert_matches(Tensor(a).unflatten(0, [2]).numpy(), a)
+    for bad in ((5, -1), (3, 5), (-1, -1), ()):
+        with pytest.raises(ShapeError):
+            Tensor(a).unflatten(1, bad)
+    with pytest.raises(ShapeError, match="0-d"):
+        Tensor(1.0).unflatten(0, (1,))
+
+
+@cases()
+@given(array_and_dtype(shape_strategy=shapes(min_dims=2, max_dims=4)), st.data())
+def test_diagonal_and_trace_match_numpy(a, data):
+    n = a.ndim
+    a1 = data.draw(st.integers(-n, n - 1))
+    a2 = data.draw(st.integers(-n, n - 1).filter(lambda v: v % n != a1 % n))
+    off = data.draw(st.integers(-6, 6))
+    assert_matches(Tensor(a).diagonal(off, a1, a2).numpy(), np.diagonal(a, off, a1, a2))
+    if a.dtype != np.bool_:
+        got = Tensor(a).trace(off, a1, a2)
+        want = Tensor(np.ascontiguousarray(np.diagonal(a, off, a1, a2))).sum(-1)
+        assert got.dtype is want.dtype
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        if a.dtype.kind in "iu":  # (int64, or uint64 for unsigned ints, as numpy's sums)
+            assert_matches(got.numpy(), np.trace(a, off, a1, a2))
+
+
+def test_diagonal_is_a_new_tensor_and_refuses_bad_axes():
+    x = Tensor(np.eye(3, dtype=np.float32)).realize()
+    d = x.diagonal()
+    d[0] = 5.0
+    assert x.numpy()[0, 0] == 1.0
+    with pytest.raises(ValueError, match="same axis"):
+        x.diagonal(0, 1, -1)
+    with pytest.raises(ShapeError, match="at least 2 axes"):
+        Tensor([1.0]).diagonal()
+    with pytest.raises(TypeError, match="offset must be an int"):
+        x.diagonal(1.0)
+
+
+@cases()
+@given(array_and_dtype(shape_strategy=shapes(min_dims=1, max_dims=3)), st.data())
+def test_diff_matches_numpy(a, data):
+    axis = data.draw(st.integers(-a.ndim, a.ndim - 1))
+    n = data.draw(st.integers(0, 3))
+    if a.dtype == np.bool_ or data.draw(st.booleans()):
+        assert_matches(Tensor(a).diff(n, axis).numpy(), np.diff(a, n, axis))
+        return
+    pre = data.draw(st.sampled_from([None, 0, 1]))
+    side = list(a.shape)
+    side[axis] = 2
+    app = data.draw(arrays(a.dtype, tuple(side)))
+    got = Tensor(a).diff(n, axis, prepend=pre, append=Tensor(app)).numpy()
+    want = np.diff(a, n, axis, prepend=np.asarray(pre, a.dtype), append=app) \
+        if pre is not None else np.diff(a, n, axis, append=app)  # (a scalar is weak)
+    assert_matches(got, want)
+
+
+def test_diff_bad_arguments():
+    with pytest.raises(ValueError, match="must not be negative"):
+        Tensor([1, 2]).diff(-1)
+    with pytest.raises(ShapeError, match="0-d"):
+        Tensor(1).diff()
+
+
+@pytest.mark.parametrize("indexing", ["xy", "ij"])
+@pytest.mark.parametrize("sizes", [(), (3,), (3, 2), (2, 0, 4), (1, 3, 2, 2)])
+def test_meshgrid_matches_numpy(indexing, sizes):
+    xs = [np.arange(n, dtype=np.float32) + 10 * i for i, n in enumerate(sizes)]
+    got = Tensor.meshgrid(*(Tensor(x) for x in xs), indexing=indexing)
+    want = np.meshgrid(*xs, indexing=indexing)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert_matches(g.numpy(), w)
+    with pytest.raises(ValueError, match="indexing"):
+        Tensor.meshgrid(Tensor([1]), indexing="ji")

@@ -166,3 +166,22 @@ def test_views_of_a_settled_state_join_those_already_over_its_buffer():
         np.testing.assert_array_equal(v.numpy(), ref[i:])
     np.testing.assert_array_equal(bare.numpy(), ref)
     np.testing.assert_array_equal(x.numpy(), ref)
+
+
+def test_a_settled_assign_lets_what_its_value_read_die_while_views_stay_stale():
+    x = Tensor(np.zeros(8, np.float32)).realize()
+    rows = [x[i:i + 1] for i in range(8)]
+    dead = []
+    for step in range(3):
+        g = Tensor(np.full(8, step + 1.0, np.float32)).realize()
+        dead.append(weakref.ref(_base_and_chain(g.uop)))
+        x.assign(x - g)
+        rows.append(x[step:step + 1])  # (a view read while the assign is pending)
+        x.realize()
+        del g
+    gc.collect()
+    assert all(r() is None for r in dead)  # (no stale view holds a settled value)
+    np.testing.assert_array_equal(np.concatenate([r.numpy() for r in rows[:8]]),
+                                  np.full(8, -6.0, np.float32))
+    np.testing.assert_array_equal(np.concatenate([r.numpy() for r in rows[8:]]),
+                                  np.full(3, -6.0, np.float32))

@@ -299,8 +299,8 @@ def move_views(state: UOp, new_state: UOp, target: Tensor | None = None) -> None
     `target`'s graph (the assign's own view) is rewritten at once; every other view's graph is
     rewritten when it is next read (`Tensor.__getattr__`), so a loop of assigns, or of assigns
     and realizes, over a buffer with many live views costs a mark per view read since the
-    last move, not a rewrite of every view. (A stale view holds the state it was last read
-    over, and so the values of the assigns then pending, until it is read again or dies.)"""
+    last move, not a rewrite of every view. A stale view holds its movement ops, not the
+    state it was last read over: a settled assign's value dies as it did before."""
     views = _views.pop(state, None)
     if views is None:
         views = ViewSet()
@@ -309,13 +309,14 @@ def move_views(state: UOp, new_state: UOp, target: Tensor | None = None) -> None
         t = r()
         if t is None or t is target or t._stale is not None:  # (stale since an earlier
             continue  # move: it reads the cell)
-        t._stale = (t.uop, state, cell)
+        t._stale = (_chain_above(t.uop, state), cell)
         _UOP_SLOT.__delete__(t)
     into = _views.get(new_state)
     if into is None:
         _views[new_state] = views
     else:  # (the state's views join those already there; the stale ones through the cell)
         cell.next = into.cell(new_state)
+        cell.state = None  # (read through the link from now on: it holds no old state)
         for r in list(views._refs.values()):
             if (t := r()) is not None:
                 into.add(t)
@@ -325,6 +326,19 @@ def move_views(state: UOp, new_state: UOp, target: Tensor | None = None) -> None
         target.uop = target.uop.substitute({state: new_state})
         target._stale = None
         register_view(target, new_state)
+
+
+def _chain_above(u: UOp, state: UOp) -> tuple:
+    """The movement ops from view graph `u` down to its base `state`, top first, each as
+    ``(op, dtype, other sources, arg)``: what rebuilds the view over another state without
+    holding `state` (a settled assign's value and what it read can then die)."""
+    chain = []
+    while u is not state and u.op in _VIEW_OPS:
+        chain.append((u.op, u.dtype, u.src[1:], u.arg))
+        u = u.src[0]
+    if u is not state:
+        raise AssertionError(f"a view registered under {state.short()} stands over {u.short()}")
+    return tuple(chain)
 
 
 def _norm_axis(axis: int, ndim: int, rank: int | None = None) -> int:
@@ -430,9 +444,10 @@ class Tensor:
     # (the computed one, not an intermediate view: a weak reference to it); realizing that
     # tensor makes this one a view of its buffer (see callify).
     # `_kids`: for a lazy computed tensor with views, its `_Family` (None before the first).
-    # `_stale`: for a view whose graph an assign left over an older state (its `uop` slot
-    # then empty), that graph, that state and the `_StateCell` of the state it stands over
-    # now; else None (every write of a view's `uop` clears it: `_set`, a read, a register).
+    # `_stale`: for a view whose graph an assign or a realize left over an older state (its
+    # `uop` slot then empty), its movement ops over that state (`_chain_above`) and the
+    # `_StateCell` of the state it stands over now; else None (every write of a view's `uop`
+    # clears it: `_set`, a read, a register).
     __slots__ = ("uop", "_parent", "_kids", "_stale", "__weakref__")
     __array_ufunc__ = None  # numpy defers to Tensor's operators (``ndarray + Tensor``: TypeError)
     _seed = [0]
@@ -482,10 +497,13 @@ class Tensor:
                 return _UOP_SLOT.__get__(self)  # (another thread read it meanwhile)
             except AttributeError:
                 pass
-            if self._stale is None:  # (a tensor whose __init__ failed)
-                raise AttributeError("'Tensor' object has no attribute 'uop'")
-            u, old, cell = self._stale
-            u = u.substitute({old: cell.newest()})
+            try:
+                chain, cell = self._stale
+            except (AttributeError, TypeError):  # (a tensor whose __init__ failed)
+                raise AttributeError("'Tensor' object has no attribute 'uop'") from None
+            u = cell.newest()
+            for op, dtype, rest, arg in reversed(chain):
+                u = UOp(op, dtype, (u, *rest), arg)
             self.uop = u
             self._stale = None
         return u
@@ -720,6 +738,28 @@ class Tensor:
         np_d = np.float32 if d is dtypes.bfloat16 else d.np  # (rounded to bfloat16 once)
         arr = np.linspace(start, stop, num, endpoint=bool(endpoint), dtype=np_d)
         return Tensor(arr, device=device, dtype=d)
+
+    @staticmethod
+    def meshgrid(*xs: Tensor, indexing: str = "xy") -> list[Tensor]:
+        """numpy's meshgrid of 1-d tensors (0-d ones count as one element): one tensor per
+        input, each broadcast over the grid; ``indexing="xy"`` (numpy's default, PyTorch's
+        is "ij") swaps the first two axes of the grid."""
+        _all_tensors("meshgrid", xs)
+        if indexing not in ("xy", "ij"):
+            raise ValueError(f"meshgrid's indexing must be 'xy' or 'ij', got {indexing!r}")
+        flat = [x.reshape(-1) if x.ndim != 1 else x for x in xs]
+        shape = [x.shape[0] for x in flat]
+        if indexing == "xy" and len(flat) >= 2:
+            shape[0], shape[1] = shape[1], shape[0]
+        out = []
+        for i, x in enumerate(flat):
+            at = i
+            if indexing == "xy" and len(flat) >= 2 and i < 2:
+                at = 1 - i
+            view = [1] * len(flat)
+            view[at] = x.shape[0]
+            out.append(x.reshape(tuple(view))._broadcast_to(tuple(shape))._copy())
+        return out
 
     @staticmethod
     def eye(n: int, m: int | None = None, dtype=None, device=None) -> Tensor:
@@ -1254,6 +1294,36 @@ class Tensor:
         """numpy's hypot: sqrt(self**2 + x**2) without overflow or underflow on the way."""
         return self._float_binop(Ops.HYPOT, x)
 
+    def copysign(self, x) -> Tensor:
+        """numpy's copysign: the magnitude of self with the sign bit of x (-0.0 and nan's
+        sign bit count)."""
+        return self._float_binop(Ops.COPYSIGN, x)
+
+    def logaddexp(self, x) -> Tensor:
+        """numpy's logaddexp: log(exp(self) + exp(x)) without overflow (equal infinities give
+        themselves, nan propagates)."""
+        a, b = self._operands(x)
+        a, b = a._float(), b._float()
+        spread = (-(a - b).abs()).exp().log1p()
+        return (a == b).where(a + math.log(2), a.maximum(b) + spread)
+
+    def deg2rad(self) -> Tensor:
+        """numpy's deg2rad: self * (pi / 180), the factor as numpy takes it (in float32 for
+        32- and 16-bit floats, the product of 16-bit ones in float32, rounded once)."""
+        return self._scaled(float(np.float32(np.pi) / np.float32(180)), math.pi / 180)
+
+    def rad2deg(self) -> Tensor:
+        """numpy's rad2deg: self * (180 / pi), the factor as `deg2rad`'s."""
+        return self._scaled(float(np.float32(180) / np.float32(np.pi)), 180 / math.pi)
+
+    def _scaled(self, factor32: float, factor64: float) -> Tensor:
+        x = self._float()
+        if x.dtype is dtypes.float64:
+            return x * factor64
+        if x.dtype.itemsize == 2:
+            return (x.cast(dtypes.float32) * factor32).cast(x.dtype)
+        return x * factor32
+
     def _float_binop(self, op: Ops, x, reverse: bool = False) -> Tensor:
         if type(x) in DEFER_TO:
             raise TypeError(f"{op.name.lower()} of a Tensor and a sharded tensor: gather it "
@@ -1315,6 +1385,25 @@ class Tensor:
         if not self.dtype.is_float:
             return self.full_like(True, dtypes.bool)
         return self.abs() < math.inf
+
+    def nan_to_num(self, nan: float = 0.0, posinf: float | None = None,
+                   neginf: float | None = None) -> Tensor:
+        """numpy's nan_to_num: nan, +inf and -inf replaced (by 0, the dtype's largest and
+        its lowest finite value unless given); ints and bools unchanged (a new tensor)."""
+        if not self.dtype.is_float:
+            return self._copy()
+        big = float(np.finfo(np.float32 if self.dtype is dtypes.bfloat16 else self.dtype.np).max)
+        if self.dtype is dtypes.bfloat16:
+            big = 3.3895313892515355e38  # (bfloat16's largest)
+        hi = big if posinf is None else posinf
+        lo = -big if neginf is None else neginf
+        x = self.isnan().where(self.full_like(nan), self)
+        x = (x == math.inf).where(self.full_like(hi), x)
+        return (x == -math.inf).where(self.full_like(lo), x)
+
+    def count_nonzero(self, axis=None, keepdim: bool = False) -> Tensor:
+        """numpy's count_nonzero: how many elements are nonzero (nan counts), int64."""
+        return (self != 0).sum(axis, keepdim=keepdim).cast(dtypes.int64)
 
     def round(self, decimals: int = 0) -> Tensor:
         """numpy's round: to the nearest multiple of ``10**-decimals``, halves to the even
@@ -1921,6 +2010,101 @@ class Tensor:
     def ravel(self) -> Tensor:
         """numpy's ravel: the elements in C order, 1-d (``flatten()``)."""
         return self.flatten()
+
+    def unflatten(self, dim: int, sizes) -> Tensor:
+        """PyTorch's unflatten: axis `dim` split into `sizes` (one of them may be -1)."""
+        if self.ndim == 0:
+            raise ShapeError("unflatten of a 0-d tensor: it has no axes")
+        d = _norm_axis(dim, self.ndim)
+        sizes = tuple(sizes) if isinstance(sizes, (tuple, list)) else (sizes,)
+        if not sizes:
+            raise ShapeError("unflatten needs at least one size")
+        _static_dims(self, "unflatten", (d,))
+        known = [s for s in sizes if s != -1]
+        if len(sizes) - len(known) > 1:
+            raise ShapeError(f"unflatten takes at most one -1, got {sizes}")
+        if -1 not in sizes and prod(sizes) != self.shape[d] or \
+                -1 in sizes and (prod(known) == 0 or self.shape[d] % prod(known)):
+            raise ShapeError(f"unflatten of axis {dim} (size {self.shape[d]}) into {sizes}")
+        return self.reshape(self.shape[:d] + sizes + self.shape[d + 1:])
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+        """numpy's diagonal: the elements ``[i, i + offset]`` of axes `axis1` and `axis2`,
+        along a new last axis (the other axes first, in order); a new tensor, not a view."""
+        try:
+            if isinstance(offset, (bool, np.bool_)):
+                raise TypeError
+            offset = operator.index(offset)
+        except TypeError:
+            raise TypeError(f"diagonal's offset must be an int, got {offset!r}") from None
+        if self.ndim < 2:
+            raise ShapeError(f"diagonal needs at least 2 axes, got shape {self.shape}")
+        a1, a2 = _norm_axis(axis1, self.ndim), _norm_axis(axis2, self.ndim)
+        if a1 == a2:
+            raise ValueError(f"diagonal's axis1 and axis2 are the same axis ({a1})")
+        _static_dims(self, "diagonal", (a1, a2))
+        x = self.moveaxis((a1, a2), (-2, -1))
+        n, m = x.shape[-2:]
+        lead = tuple((0, s) for s in x.shape[:-2])
+        rows = (min(-offset, n), n) if offset < 0 else (0, n)
+        cols = (min(offset, m), m) if offset >= 0 else (0, m)
+        x = x.shrink(lead + (rows, cols))
+        k, outer = min(x.shape[-2:]), x.shape[:-2]
+        x = x.shrink(lead + ((0, k), (0, k))).reshape(outer + (k * k,))
+        x = x.pad(tuple((0, 0) for _ in lead) + ((0, k),))  # rows of k + 1: column 0 is it
+        x = x.reshape(outer + (k, k + 1)).shrink(lead + ((0, k), (0, 1)))
+        return x.reshape(outer + (k,))._copy()
+
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+        """numpy's trace: the sum of `diagonal` (summed as `sum` sums: ints in int64)."""
+        return self.diagonal(offset, axis1, axis2).sum(-1)
+
+    def diff(self, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tensor:
+        """numpy's diff: the `n`-th differences along `axis` (``x[1:] - x[:-1]``; for bools
+        ``!=``, as numpy's), after `prepend` and `append` (scalars or tensors) join it (for
+        n of 1 or more; a scalar takes the tensor's dtype, as a Python scalar next to a
+        tensor does, where numpy makes it an int64 or float64 array first)."""
+        try:
+            if isinstance(n, (bool, np.bool_)):
+                raise TypeError
+            n = operator.index(n)
+        except TypeError:
+            raise TypeError(f"diff's n must be an int, got {n!r}") from None
+        if n < 0:
+            raise ValueError(f"diff's order n must not be negative, got {n}")
+        if self.ndim == 0:
+            raise ShapeError("diff of a 0-d tensor: it has no axes")
+        ax = _norm_axis(axis, self.ndim)
+        _static_dims(self, "diff", (ax,))
+        if n == 0:  # (prepend and append unused, as numpy's)
+            return self._copy()
+        x = self
+        if prepend is not None or append is not None:
+            parts = []
+            for v in (prepend, None, append):
+                if v is None:
+                    continue
+                if not isinstance(v, Tensor):
+                    v = Tensor.full(self.shape[:ax] + (1,) + self.shape[ax + 1:], v,
+                                    self.dtype, self.device)
+                elif v.ndim == 0:
+                    v = v.reshape((1,) * self.ndim)._broadcast_to(
+                        self.shape[:ax] + (1,) + self.shape[ax + 1:])
+                parts.append(v)
+            if prepend is not None:
+                parts.insert(1, self)
+            else:
+                parts.insert(0, self)
+            x = parts[0].cat(*parts[1:], dim=ax)
+        for _ in range(n):
+            size = x.shape[ax]
+            if size == 0:
+                break
+            hi = tuple((1, size) if i == ax else (0, s) for i, s in enumerate(x.shape))
+            lo = tuple((0, size - 1) if i == ax else (0, s) for i, s in enumerate(x.shape))
+            x = x.shrink(hi) != x.shrink(lo) if x.dtype is dtypes.bool else \
+                x.shrink(hi) - x.shrink(lo)
+        return x if x is not self else self._copy()
 
     def expand(self, *shape) -> Tensor:
         shape = _shape_arg(shape, allow_neg=True)

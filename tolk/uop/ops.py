@@ -205,6 +205,8 @@ class Ops(int, metaclass=_OpsType):
     ATAN2 = auto()
     HYPOT = auto()
     FMOD = auto()
+    # binary: numpy's copysign (the magnitude of the first, the sign bit of the second)
+    COPYSIGN = auto()
     # sort along one axis, arg ``(axis, descending, indices)``: the values (the source's
     # dtype) or their int64 positions in the source (``indices``), numpy's stable sort (nan
     # last ascending, first descending; equal values keep their order either way); the
@@ -241,7 +243,7 @@ class GroupOp:
     Binary = frozenset(
         {Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.IDIV, Ops.MOD, Ops.POW, Ops.MAX, Ops.MIN,
          Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR, Ops.ATAN2,
-         Ops.HYPOT, Ops.FMOD}
+         Ops.HYPOT, Ops.FMOD, Ops.COPYSIGN}
     )
     Ternary = frozenset({Ops.WHERE})
     ALU = Unary | Binary | Ternary
