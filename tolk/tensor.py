@@ -308,7 +308,9 @@ def move_views(state: UOp, new_state: UOp, target: Tensor | None = None) -> None
     for r in list(views._refs.values()):
         t = r()
         if t is None or t is target or t._stale is not None:  # (stale since an earlier
-            continue  # move: it reads the cell)
+            continue  # move: it reads the cell, which is this set's: a view sits in the one
+            # set of the state its graph stands over, and every write of its graph registers
+            # it anew, clearing `_stale`)
         t._stale = (_chain_above(t.uop, state), cell)
         _UOP_SLOT.__delete__(t)
     into = _views.get(new_state)
