@@ -311,7 +311,10 @@ def move_views(state: UOp, new_state: UOp, target: Tensor | None = None) -> None
             continue  # move: it reads the cell, which is this set's: a view sits in the one
             # set of the state its graph stands over, and every write of its graph registers
             # it anew, clearing `_stale`)
-        t._stale = (_chain_above(t.uop, state), cell)
+        chain = _chain_above(t.uop, state)
+        if chain is None:  # (a graph written over another state since: not this set's)
+            continue
+        t._stale = (chain, cell)
         _UOP_SLOT.__delete__(t)
     into = _views.get(new_state)
     if into is None:
@@ -330,17 +333,16 @@ def move_views(state: UOp, new_state: UOp, target: Tensor | None = None) -> None
         register_view(target, new_state)
 
 
-def _chain_above(u: UOp, state: UOp) -> tuple:
+def _chain_above(u: UOp, state: UOp) -> tuple | None:
     """The movement ops from view graph `u` down to its base `state`, top first, each as
     ``(op, dtype, other sources, arg)``: what rebuilds the view over another state without
-    holding `state` (a settled assign's value and what it read can then die)."""
+    holding `state` (a settled assign's value and what it read can then die); None when `u`
+    does not stand over `state`."""
     chain = []
     while u is not state and u.op in _VIEW_OPS:
         chain.append((u.op, u.dtype, u.src[1:], u.arg))
         u = u.src[0]
-    if u is not state:
-        raise AssertionError(f"a view registered under {state.short()} stands over {u.short()}")
-    return tuple(chain)
+    return tuple(chain) if u is state else None
 
 
 def _norm_axis(axis: int, ndim: int, rank: int | None = None) -> int:
