@@ -613,3 +613,28 @@ def test_meshgrid_matches_numpy(indexing, sizes):
         assert_matches(g.numpy(), w)
     with pytest.raises(ValueError, match="indexing"):
         Tensor.meshgrid(Tensor([1]), indexing="ji")
+
+
+def test_review_cases_of_the_new_ops():
+    a, b = np.float16([-4.11, 3.0, -0.5]), np.float16([-0.01746, 3.0, 2.0])
+    np.testing.assert_array_equal(Tensor(a).logaddexp(Tensor(b)).numpy(), np.logaddexp(a, b))
+    x = Tensor(np.array([-0.0, 0.0, 1.0, np.nan, -np.nan], np.float32))
+    for desc in (False, True):
+        v, i = x.sort(descending=desc)  # (the values are what the positions name, bit for bit)
+        assert (np.signbit(v.numpy()) == np.signbit(x.numpy()[i.numpy()])).all()
+    v, i = x.topk(3)
+    assert (np.signbit(v.numpy()) == np.signbit(x.numpy()[i.numpy()])).all()
+    assert Tensor(np.float32(2.5)).topk(0)[0].shape == (0,)
+    got = Tensor(np.int32([1, 2, 3])).diff(prepend=0.5)
+    assert_matches(got.numpy(), np.diff(np.float32([1, 2, 3]), prepend=np.float32(0.5)))
+    assert_matches(Tensor(np.float32([[1, 0], [0, 0]])).count_nonzero(0, keepdims=True).numpy(),
+                   np.array([[1, 0]], np.int64))
+    with pytest.raises(TypeError, match="sizes must be ints"):
+        Tensor(np.zeros(3)).unflatten(0, None)
+    assert_matches(Tensor(np.arange(4)).roll((1, 2)).numpy(), np.roll(np.arange(4), (1, 2)))
+    assert_matches(Tensor(np.arange(6).reshape(2, 3)).roll([]).numpy(),
+                   np.arange(6).reshape(2, 3))
+    assert_matches(Tensor(np.int8([-128, 100])).lerp(Tensor(np.int8([0, -100])), 0.5).numpy(),
+                   np.float32([-64, 0]))
+    with pytest.raises(ValueError, match="does not fit int64"):
+        Tensor(np.int64([5])).round(-10**30)  # (at once: no power of ten that size)

@@ -1221,8 +1221,13 @@ class Tensor:
 
     def lerp(self, end, weight) -> Tensor:
         """``self + weight * (end - self)``, PyTorch's lerp (numpy broadcasting and
-        promotion; at weight 1 the result can differ from `end` in the last bit)."""
-        return self + (end - self) * weight
+        promotion; at weight 1 the result can differ from `end` in the last bit). Ints and
+        bools are computed in float32 (PyTorch refuses them; the difference of two ints
+        would wrap)."""
+        a = self._float()
+        if isinstance(end, Tensor):
+            end = end._float()
+        return a + (end - a) * weight
 
     def _unary(self, op: Ops) -> Tensor:
         return self._float()._alu(op)
@@ -1305,11 +1310,18 @@ class Tensor:
 
     def logaddexp(self, x) -> Tensor:
         """numpy's logaddexp: log(exp(self) + exp(x)) without overflow (equal infinities give
-        themselves, nan propagates)."""
+        themselves, nan propagates); 16-bit floats computed in float32 and rounded once, as
+        numpy's."""
+        if type(x) in DEFER_TO:
+            raise TypeError("logaddexp of a Tensor and a sharded tensor: gather it with "
+                            ".to(device) first")
         a, b = self._operands(x)
         a, b = a._float(), b._float()
+        out = a.dtype
+        if out.itemsize == 2:
+            a, b = a.cast(dtypes.float32), b.cast(dtypes.float32)
         spread = (-(a - b).abs()).exp().log1p()
-        return (a == b).where(a + math.log(2), a.maximum(b) + spread)
+        return (a == b).where(a + math.log(2), a.maximum(b) + spread).cast(out)
 
     def deg2rad(self) -> Tensor:
         """numpy's deg2rad: self * (pi / 180), the factor as numpy takes it (in float32 for
@@ -1405,6 +1417,7 @@ class Tensor:
         x = (x == math.inf).where(self.full_like(hi), x)
         return (x == -math.inf).where(self.full_like(lo), x)
 
+    @_numpy_names
     def count_nonzero(self, axis=None, keepdim: bool = False) -> Tensor:
         """numpy's count_nonzero: how many elements are nonzero (nan counts), int64."""
         return (self != 0).sum(axis, keepdim=keepdim).cast(dtypes.int64)
@@ -1414,8 +1427,9 @@ class Tensor:
         one. Floats as numpy computes them, in the tensor's dtype: ``rint(x * 10**decimals)
         / 10**decimals`` (``rint(x / 10**-decimals) * 10**-decimals`` for decimals below 0;
         so ``round(2.675, 2)`` is 2.68 in float32, and a product past the dtype's range is
-        inf). Ints stay ints: decimals of 0 or more change nothing, below 0 round exactly in
-        integer arithmetic (numpy goes through float64: int64 values past 2**53 can differ),
+        inf; bfloat16 rounds each step, as float16 does in numpy). Ints stay ints: decimals
+        of 0 or more change nothing, below 0 round exactly in integer arithmetic (numpy
+        goes through float64: int64 values past 2**53 can differ),
         a result past the dtype's range wrapping; ``10**-decimals`` must fit the dtype (a
         ValueError otherwise, where numpy wraps it). Bools are refused (numpy's answer is
         float16)."""
@@ -1439,9 +1453,9 @@ class Tensor:
             return (self / f)._alu(Ops.RINT) * f
         if decimals >= 0:
             return self._copy()  # a new tensor with the same values, as numpy's
-        f = 10 ** -decimals
+        f = 10 ** min(-decimals, 20)  # (past 20 digits no 64-bit int fits: no huge power)
         if f > np.iinfo(self.dtype.np).max:
-            raise ValueError(f"round to {decimals} decimals of a {self.dtype.name} tensor: "
+            raise ValueError(f"round to {decimals} decimals of a tensor of {self.dtype.name}: "
                              f"10**{-decimals} does not fit {self.dtype.name}")
         q = self // f  # (floor) and the remainder, 0 <= r < f; f is even: halves go to even q
         r = self - q * f
@@ -1666,9 +1680,11 @@ class Tensor:
             _static_dims(self, "topk", (_norm_axis(axis, self.ndim),))
         if not 0 <= k <= n:
             raise ValueError(f"topk's k must be in [0, {n}] for an axis of size {n}, got {k}")
+        if not self.ndim:  # (one element: k of 0 or 1 of it, along one axis)
+            self._sort(axis, largest, True)  # (checks the axis)
+            v, i = self.reshape(1).topk(k, 0, largest)
+            return (v.reshape(()), i.reshape(())) if k else (v, i)
         values, indices = self.sort(axis, descending=largest)
-        if not self.ndim:
-            return values, indices
         ax = _norm_axis(axis, self.ndim)
         window = tuple((0, k) if i == ax else None for i in range(self.ndim))
         return values.shrink(window), indices.shrink(window)
@@ -2023,6 +2039,10 @@ class Tensor:
         sizes = tuple(sizes) if isinstance(sizes, (tuple, list)) else (sizes,)
         if not sizes:
             raise ShapeError("unflatten needs at least one size")
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                   for v in sizes):
+            raise TypeError(f"unflatten's sizes must be ints, got {sizes!r}")
+        sizes = tuple(int(v) for v in sizes)
         _static_dims(self, "unflatten", (d,))
         known = [s for s in sizes if s != -1]
         if len(sizes) - len(known) > 1:
@@ -2066,8 +2086,8 @@ class Tensor:
     def diff(self, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tensor:
         """numpy's diff: the `n`-th differences along `axis` (``x[1:] - x[:-1]``; for bools
         ``!=``, as numpy's), after `prepend` and `append` (scalars or tensors) join it (for
-        n of 1 or more; a scalar takes the tensor's dtype, as a Python scalar next to a
-        tensor does, where numpy makes it an int64 or float64 array first)."""
+        n of 1 or more; a scalar is weak, as a Python scalar next to a tensor is, where numpy
+        makes it an int64 or float64 array first: 0.5 before an int tensor gives float32)."""
         try:
             if isinstance(n, (bool, np.bool_)):
                 raise TypeError
@@ -2084,21 +2104,22 @@ class Tensor:
             return self._copy()
         x = self
         if prepend is not None or append is not None:
+            ends = [v for v in (prepend, append) if v is not None]
+            d = functools.reduce(least_upper_dtype, [self.dtype] + [v.dtype for v in ends
+                                                                    if isinstance(v, Tensor)])
+            for v in ends:  # (a scalar next to the tensors is weak)
+                if not isinstance(v, Tensor):
+                    d = _scalar_dtype(v, d)
+            side = self.shape[:ax] + (1,) + self.shape[ax + 1:]
             parts = []
-            for v in (prepend, None, append):
+            for v in (prepend, self, append):
                 if v is None:
                     continue
                 if not isinstance(v, Tensor):
-                    v = Tensor.full(self.shape[:ax] + (1,) + self.shape[ax + 1:], v,
-                                    self.dtype, self.device)
+                    v = Tensor.full(side, v, d, self.device)
                 elif v.ndim == 0:
-                    v = v.reshape((1,) * self.ndim)._broadcast_to(
-                        self.shape[:ax] + (1,) + self.shape[ax + 1:])
-                parts.append(v)
-            if prepend is not None:
-                parts.insert(1, self)
-            else:
-                parts.insert(0, self)
+                    v = v.reshape((1,) * self.ndim)._broadcast_to(side)
+                parts.append(v.cast(d))
             x = parts[0].cat(*parts[1:], dim=ax)
         for _ in range(n):
             size = x.shape[ax]
@@ -2424,10 +2445,12 @@ class Tensor:
             if dims is not None:
                 raise TypeError("roll got both dims and axis")
             dims = axis
-        if dims is None:
+        if dims is None:  # (several shifts add up, as numpy's broadcast of them does)
             if isinstance(shifts, (tuple, list)):
-                raise ValueError("roll over the flattened tensor takes one shift, got "
-                                 f"{shifts}")
+                if not shifts:
+                    return self._copy()
+                flat = self.flatten().roll(tuple(shifts), (0,) * len(shifts))
+                return flat.reshape(self.shape)
             return self.flatten().roll(shifts, 0).reshape(self.shape)
         sh = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
         ax = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)

@@ -1022,10 +1022,10 @@ def sort_along(x, axis: int, descending: bool, indices: bool) -> np.ndarray:
         if indices:
             return np.argsort(x, axis=axis, kind="stable").astype(np.int64)
         return np.sort(x, axis=axis, kind="stable")
-    if not indices:
-        return np.flip(np.sort(x, axis=axis, kind="stable"), axis=axis)
     order = np.argsort(np.flip(x, axis=axis), axis=axis, kind="stable")
-    return (x.shape[axis] - 1 - np.flip(order, axis=axis)).astype(np.int64)
+    order = (x.shape[axis] - 1 - np.flip(order, axis=axis)).astype(np.int64)
+    return order if indices else np.take_along_axis(x, order, axis=axis)  # (the values
+    # the positions name: -0.0 and 0.0, or two nans, in the same order)
 
 
 def bf16_round(x) -> np.ndarray:
