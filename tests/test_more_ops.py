@@ -638,3 +638,10 @@ def test_review_cases_of_the_new_ops():
                    np.float32([-64, 0]))
     with pytest.raises(ValueError, match="does not fit int64"):
         Tensor(np.int64([5])).round(-10**30)  # (at once: no power of ten that size)
+
+
+@pytest.mark.parametrize("name", ["isclose", "logical_and", "logaddexp", "arctan2", "hypot"])
+def test_binary_ops_with_a_sharded_operand_say_to_gather_it(name):
+    m = Tensor(np.ones(4, np.float32)).shard(("CPU:1", "CPU:2"), axis=0)
+    with pytest.raises(TypeError, match="sharded tensor: gather it"):
+        getattr(Tensor(np.ones(4, np.float32)), name)(m)

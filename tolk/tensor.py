@@ -345,6 +345,25 @@ def _chain_above(u: UOp, state: UOp) -> tuple | None:
     return tuple(chain) if u is state else None
 
 
+def _int_arg(value, what: str) -> int:
+    """`value` as a Python int (numpy's integers too; bools refused, as numpy refuses them
+    where it wants a count), else a TypeError naming `what`."""
+    try:
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an int, got {value!r}") from None
+
+
+def _not_sharded(x, what: str) -> None:
+    """A TypeError naming `what` when `x` is a sharded tensor (the ops that take one are
+    MultiTensor's own)."""
+    if type(x) in DEFER_TO:
+        raise TypeError(f"{what} of a Tensor and a sharded tensor: gather it with "
+                        ".to(device) first")
+
+
 def _norm_axis(axis: int, ndim: int, rank: int | None = None) -> int:
     """`axis` in ``[0, ndim)``; `rank` (the tensor's, where it is not `ndim`: an insertion
     position, or a 0-d tensor taken as one axis) only names the tensor in the error."""
@@ -728,12 +747,7 @@ class Tensor:
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
                                                                      np.floating)):
                 raise TypeError(f"linspace takes int or float bounds, got {v!r}")
-        try:
-            if isinstance(num, (bool, np.bool_)):
-                raise TypeError
-            num = operator.index(num)
-        except TypeError:
-            raise TypeError(f"linspace's num must be an int, got {num!r}") from None
+        num = _int_arg(num, "linspace's num")
         if num < 0:
             raise ValueError(f"linspace's num must not be negative, got {num}")
         if num > _MAX_DIM // 8:
@@ -1084,9 +1098,7 @@ class Tensor:
         finite, else equality (an inf is close to itself only); nan is close to nan only with
         `equal_nan`. Computed as numpy does: in the dtype of the two when both are floats,
         else in float64. Bool, broadcast."""
-        if type(other) in DEFER_TO:
-            raise TypeError("isclose of a Tensor and a sharded tensor: gather it with "
-                            ".to(device) first")
+        _not_sharded(other, "isclose")
         x, y = self, other
         if not isinstance(y, Tensor):
             if not isinstance(y, (bool, int, float, np.bool_, np.integer, np.floating)):
@@ -1148,9 +1160,7 @@ class Tensor:
         return self.cast(dtypes.bool)._alu(Ops.NOT)
 
     def _logical(self, op: Ops, x) -> Tensor:
-        if type(x) in DEFER_TO:
-            raise TypeError("logical ops of a Tensor and a sharded tensor: gather it with "
-                            ".to(device) first")
+        _not_sharded(x, "logical ops")
         if isinstance(x, Tensor):
             x = x.cast(dtypes.bool)
         elif isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)):
@@ -1312,9 +1322,7 @@ class Tensor:
         """numpy's logaddexp: log(exp(self) + exp(x)) without overflow (equal infinities give
         themselves, nan propagates); 16-bit floats computed in float32 and rounded once, as
         numpy's."""
-        if type(x) in DEFER_TO:
-            raise TypeError("logaddexp of a Tensor and a sharded tensor: gather it with "
-                            ".to(device) first")
+        _not_sharded(x, "logaddexp")
         a, b = self._operands(x)
         a, b = a._float(), b._float()
         out = a.dtype
@@ -1341,9 +1349,7 @@ class Tensor:
         return x * factor32
 
     def _float_binop(self, op: Ops, x, reverse: bool = False) -> Tensor:
-        if type(x) in DEFER_TO:
-            raise TypeError(f"{op.name.lower()} of a Tensor and a sharded tensor: gather it "
-                            "with .to(device) first")
+        _not_sharded(x, op.name.lower())
         a, b = self._operands(x, reverse)
         return a._float()._alu(op, b._float())
 
@@ -1433,12 +1439,7 @@ class Tensor:
         a result past the dtype's range wrapping; ``10**-decimals`` must fit the dtype (a
         ValueError otherwise, where numpy wraps it). Bools are refused (numpy's answer is
         float16)."""
-        try:
-            if isinstance(decimals, (bool, np.bool_)):
-                raise TypeError
-            decimals = operator.index(decimals)
-        except TypeError:
-            raise TypeError(f"round's decimals must be an int, got {decimals!r}") from None
+        decimals = _int_arg(decimals, "round's decimals")
         if self.dtype is dtypes.bool:
             raise TypeError("round of a bool tensor: cast it to a number first")
         if self.dtype.is_float:
@@ -1669,12 +1670,7 @@ class Tensor:
         """The `k` largest (or smallest) values along `axis` and their int64 positions, a
         pair, in sorted order whatever `sorted` says (PyTorch's topk; ties keep the order
         they come in, nan counts as the largest)."""
-        try:
-            if isinstance(k, (bool, np.bool_)):
-                raise TypeError
-            k = operator.index(k)
-        except TypeError:
-            raise TypeError(f"topk's k must be an int, got {k!r}") from None
+        k = _int_arg(k, "topk's k")
         n = self.shape[_norm_axis(axis, self.ndim)] if self.ndim else 1
         if isinstance(n, Sym):
             _static_dims(self, "topk", (_norm_axis(axis, self.ndim),))
@@ -2055,12 +2051,7 @@ class Tensor:
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
         """numpy's diagonal: the elements ``[i, i + offset]`` of axes `axis1` and `axis2`,
         along a new last axis (the other axes first, in order); a new tensor, not a view."""
-        try:
-            if isinstance(offset, (bool, np.bool_)):
-                raise TypeError
-            offset = operator.index(offset)
-        except TypeError:
-            raise TypeError(f"diagonal's offset must be an int, got {offset!r}") from None
+        offset = _int_arg(offset, "diagonal's offset")
         if self.ndim < 2:
             raise ShapeError(f"diagonal needs at least 2 axes, got shape {self.shape}")
         a1, a2 = _norm_axis(axis1, self.ndim), _norm_axis(axis2, self.ndim)
@@ -2088,12 +2079,7 @@ class Tensor:
         ``!=``, as numpy's), after `prepend` and `append` (scalars or tensors) join it (for
         n of 1 or more; a scalar is weak, as a Python scalar next to a tensor is, where numpy
         makes it an int64 or float64 array first: 0.5 before an int tensor gives float32)."""
-        try:
-            if isinstance(n, (bool, np.bool_)):
-                raise TypeError
-            n = operator.index(n)
-        except TypeError:
-            raise TypeError(f"diff's n must be an int, got {n!r}") from None
+        n = _int_arg(n, "diff's n")
         if n < 0:
             raise ValueError(f"diff's order n must not be negative, got {n}")
         if self.ndim == 0:
