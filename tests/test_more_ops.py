@@ -645,3 +645,22 @@ def test_binary_ops_with_a_sharded_operand_say_to_gather_it(name):
     m = Tensor(np.ones(4, np.float32)).shard(("CPU:1", "CPU:2"), axis=0)
     with pytest.raises(TypeError, match="sharded tensor: gather it"):
         getattr(Tensor(np.ones(4, np.float32)), name)(m)
+
+
+@cases()
+@given(array_and_dtype(dtype_strategy=st.sampled_from(ALL)), st.data(), st.booleans())
+def test_median_matches_numpy(a, data, keepdim):
+    a = _with_ties_and_nans(a, data)
+    axis = data.draw(st.none() | st.integers(-a.ndim, a.ndim - 1)) if a.ndim else None
+    rd = float_result(a.dtype)  # (ints and bools: float32, numpy's float64 from float32 data)
+    got = Tensor(a).median(axis, keepdims=keepdim)
+    want = np.median(a.astype(rd), axis=axis, keepdims=keepdim)
+    assert got.dtype.np == rd and got.shape == want.shape
+    np.testing.assert_allclose(got.numpy(), want, equal_nan=True, **_tol(rd))
+
+
+def test_median_of_nothing_is_nan_and_bad_axes_raise():
+    assert np.isnan(Tensor(np.zeros(0, np.float32)).median().item())
+    assert Tensor(np.zeros((2, 0), np.float32)).median(1).numpy().shape == (2,)
+    with pytest.raises(ShapeError, match="out of range"):
+        Tensor([1.0, 2.0]).median(1)

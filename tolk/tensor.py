@@ -1659,6 +1659,31 @@ class Tensor:
         return self._sort(axis, descending, False), self._sort(axis, descending, True)
 
     @_numpy_names
+    def median(self, axis=None, keepdim: bool = False) -> Tensor:
+        """numpy's median along one axis (None: the whole tensor): the middle of the sorted
+        values, the mean of the two middle ones for an even count; nan where a nan is among
+        them or there is none (numpy's answer, with its warning). Ints and bools give float32
+        (numpy's float64), 16-bit floats average in float32 and round once, as numpy's."""
+        x = self.flatten() if axis is None or self.ndim == 0 else self
+        ax = 0 if axis is None or self.ndim == 0 else _norm_axis(axis, self.ndim)
+        if axis is not None and self.ndim == 0:
+            _norm_axis(axis, 0, 0)
+        _static_dims(x, "median", (ax,))
+        n = x.shape[ax]
+        f = x.dtype if x.dtype.is_float else dtypes.default_float
+        if n == 0:
+            out = Tensor.full(x.shape[:ax] + (1,) + x.shape[ax + 1:], math.nan, f, x.device)
+        else:
+            s = x.sort(ax)[0].cast(dtypes.float32 if f.itemsize == 2 else f)  # (nan last)
+            at = [s.shrink(tuple((i, i + 1) if a == ax else None for a in range(s.ndim)))
+                  for i in ((n - 1) // 2, n // 2, n - 1)]
+            mid = (at[0] + at[1]) / 2 if n % 2 == 0 else at[1]
+            out = at[2].isnan().where(math.nan, mid).cast(f)
+        if axis is None:
+            return out.reshape((1,) * self.ndim if keepdim else ())
+        return out if keepdim else out.squeeze(ax)
+
+    @_numpy_names
     def argsort(self, axis: int = -1, descending: bool = False) -> Tensor:
         """The int64 positions that sort the tensor along `axis` (numpy's stable argsort;
         descending as `sort`)."""
