@@ -664,3 +664,41 @@ def test_median_of_nothing_is_nan_and_bad_axes_raise():
     assert Tensor(np.zeros((2, 0), np.float32)).median(1).numpy().shape == (2,)
     with pytest.raises(ShapeError, match="out of range"):
         Tensor([1.0, 2.0]).median(1)
+
+
+@cases()
+@given(array_and_dtype(dtype_strategy=st.sampled_from(ALL)), st.data(), st.booleans())
+def test_norm_matches_numpys_vector_norms(a, data, keepdim):
+    rd = float_result(a.dtype)
+    x = a.astype(rd)
+    ords = [None, 2, 1, np.inf, 0, 3, 0.5]
+    if a.ndim == 0:
+        ords = [None]
+    if a.size and a.ndim:
+        ords += [-np.inf, -1]
+    o = data.draw(st.sampled_from(ords))
+    axis = data.draw(st.integers(-a.ndim, a.ndim - 1)) if a.ndim else None
+    if o is None or a.ndim <= 1:
+        axis = data.draw(st.sampled_from([None, axis]))
+    if a.size and o in (-np.inf, -1) and axis is not None and 0 in a.shape:
+        return  # (numpy: the minimum of nothing)
+    got = Tensor(a).norm(o, axis, keepdims=keepdim)
+    wide = np.float32 if rd == np.float16 else rd  # (16 bits in float32, rounded once)
+    want = np.asarray(np.linalg.norm(x.astype(wide), o, axis, keepdim)).astype(rd)
+    assert got.dtype.np == rd and got.shape == np.shape(want)
+    tol = {"rtol": 5e-3, "atol": 1e-2} if rd == np.float16 else {"rtol": 1e-5, "atol": 1e-6}
+    np.testing.assert_allclose(got.numpy(), want, equal_nan=True, **tol)
+
+
+def test_norm_refuses_matrix_norms_and_bad_orders():
+    x = Tensor(np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match="vector norms"):
+        x.norm(2)
+    with pytest.raises(ValueError, match="vector norms"):
+        x.norm(None, (0, 1))
+    with pytest.raises(ValueError, match="ord must be a number"):
+        x.norm("fro", 0)
+    with pytest.raises(ValueError, match="0-d"):
+        Tensor(1.0).norm(1)
+    assert x.norm().item() == pytest.approx(np.sqrt(6))
+    assert x.norm(dim=1).shape == (2,)

@@ -1737,6 +1737,49 @@ class Tensor:
 
     @_numpy_names
     @_half_in_float32
+    def norm(self, ord=None, axis=None, keepdim: bool = False) -> Tensor:  # noqa: A002
+        """numpy's vector norm (``np.linalg.norm``) along `axis` (an int; None: all elements
+        as one vector): `ord` None or 2 the Euclidean norm, 1 the sum of magnitudes, inf /
+        -inf the largest / smallest magnitude, 0 the count of nonzeros, any other number
+        ``sum(|x|**ord) ** (1 / ord)``. Matrix norms (a pair of axes, or an `ord` with a
+        tensor of 2 or more axes and no axis) are refused. Ints and bools give float32
+        (numpy's float64); 16-bit floats are computed in float32 and rounded once."""
+        if isinstance(axis, (tuple, list)) and len(axis) == 1:
+            axis = axis[0]
+        if isinstance(axis, (tuple, list)) or (axis is None and ord is not None and
+                                                 self.ndim >= 2):
+            raise ValueError("norm computes vector norms: give one axis (matrix norms over "
+                             "two axes are not supported)")
+        if ord is not None and (isinstance(ord, (bool, np.bool_)) or
+                                not isinstance(ord, (int, float, np.integer, np.floating))):
+            raise ValueError(f"norm's ord must be a number or None, got {ord!r}")
+        if ord is not None and self.ndim == 0:
+            raise ValueError("norm with an ord of a 0-d tensor: it has no axis (numpy refuses "
+                             "it too)")
+        x = (self.flatten() if axis is None else self)._float()
+        ax = None if axis is None else _norm_axis(axis, self.ndim)
+        a = x.abs()
+        n = x.shape[0 if ax is None else ax]
+        if ord is None or ord == 2:
+            out = (x * x).sum(ax, keepdim=True).sqrt()
+        elif ord == math.inf and isinstance(n, int) and n == 0:
+            out = a.sum(ax, keepdim=True)  # (nothing: 0, as numpy's)
+        elif ord == math.inf:
+            out = a.max(ax, keepdim=True)
+        elif ord == -math.inf:
+            out = a.min(ax, keepdim=True)
+        elif ord == 0:
+            out = (x != 0).sum(ax, keepdim=True).cast(x.dtype)
+        elif ord == 1:
+            out = a.sum(ax, keepdim=True)
+        else:
+            out = (a ** float(ord)).sum(ax, keepdim=True) ** (1.0 / float(ord))
+        if axis is None:
+            return out.reshape((1,) * self.ndim if keepdim else ())
+        return out if keepdim else out.squeeze(ax)
+
+    @_numpy_names
+    @_half_in_float32
     def mean(self, axis=None, keepdim: bool = False) -> Tensor:
         """Mean; 16-bit floats accumulate in float32 (as numpy) and come back 16-bit; ints and
         bools are summed in float64 (as numpy's) and give float32 (numpy: float64; tolk's
