@@ -702,3 +702,49 @@ def test_norm_refuses_matrix_norms_and_bad_orders():
         Tensor(1.0).norm(1)
     assert x.norm().item() == pytest.approx(np.sqrt(6))
     assert x.norm(dim=1).shape == (2,)
+
+
+@st.composite
+def _einsum_case(draw):
+    sizes = {c: draw(st.integers(1, 3)) for c in "abcd"}
+    n = draw(st.integers(1, 3))
+    inputs = [draw(st.lists(st.sampled_from("abcd"), max_size=3)) for _ in range(n)]
+    used = sorted({c for p in inputs for c in p})
+    explicit = draw(st.booleans())
+    out = draw(st.permutations(used))[:draw(st.integers(0, len(used)))] if explicit else None
+    dt = draw(st.sampled_from([np.float32, np.float64, np.int32, np.int8, np.bool_]))
+    ops = []
+    for p in inputs:
+        shape = tuple(sizes[c] if not draw(st.booleans()) or sizes[c] == 1 else 1
+                      if p.count(c) == 1 else sizes[c] for c in p)
+        ops.append(draw(arrays(dt, shape, small=True)))
+    spec = ",".join("".join(p) for p in inputs) + ("->" + "".join(out) if explicit else "")
+    return spec, ops
+
+
+@cases()
+@given(_einsum_case())
+def test_einsum_matches_numpy(case):
+    spec, ops = case
+    want = np.einsum(spec, *ops)
+    got = Tensor.einsum(spec, *(Tensor(o) for o in ops)).numpy()
+    assert got.shape == np.shape(want)
+    assert_matches(got, np.asarray(want))
+
+
+def test_einsum_ellipsis_broadcast_and_errors():
+    rng = np.random.default_rng(1)
+    for spec, dims in [("...ij,j->...i", [(2, 3, 4), (4,)]), ("i...,i", [(3, 2, 5), (3,)]),
+                         ("...,...", [(2, 1), (3,)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+                         ("iij->j", [(2, 2, 3)]), ("", [()])]:
+        ops = [rng.standard_normal(s).astype(np.float32) for s in dims]
+        np.testing.assert_allclose(Tensor.einsum(spec, *map(Tensor, ops)).numpy(),
+                                   np.einsum(spec, *ops), rtol=1e-5, atol=1e-6)
+    for spec, dims, msg in [("ij,jk", [(2, 3), (4, 4)], "sizes 3 and 4"),
+                              ("ij", [(2,)], "names 2 axes"), ("i1", [(2,)], "letters"),
+                              ("ij->ii", [(2, 2)], "repeats a letter"),
+                              ("ii", [(2, 3)], "sizes 2 and 3"), ("i,i", [(2,)], "names 2")]:
+        with pytest.raises(ValueError, match=msg):
+            Tensor.einsum(spec, *(Tensor(np.ones(s)) for s in dims))
+    with pytest.raises(TypeError, match="einsum takes Tensors"):
+        Tensor.einsum("i", [1.0])

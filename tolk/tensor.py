@@ -21,6 +21,7 @@ assign keep the old value (they are realized before the write when the assign ru
 from __future__ import annotations
 
 import bisect
+import collections
 import functools
 import itertools
 import math
@@ -2536,6 +2537,82 @@ class Tensor:
         return x if x is not self else self._copy()  # (a new tensor, as numpy's)
 
     # -- linear algebra and nn ------------------------------------------------------------------
+
+    @staticmethod
+    def einsum(subscripts: str, *operands: Tensor) -> Tensor:
+        """numpy's einsum: each operand's axes named by letters (``...`` for the axes left,
+        broadcast from the right across operands), the output's named after ``->`` (without
+        it: the ellipsis axes, then the letters used once, in alphabetical order); a letter
+        repeated in one operand takes its diagonal; letters not in the output are summed
+        over. Axes of size 1 broadcast. The result has the operands' promoted dtype (ints
+        wrap as numpy's; bools give any of the products), a new tensor (numpy's can be a
+        view)."""
+        if not isinstance(subscripts, str):
+            raise TypeError(f"einsum's subscripts must be a str, got {type(subscripts).__name__}")
+        _all_tensors("einsum", operands)
+        if not operands:
+            raise ValueError("einsum needs at least one operand")
+        spec = subscripts.replace(" ", "")
+        lhs, arrow, rhs = spec.partition("->")
+        inputs = lhs.split(",")
+        if len(inputs) != len(operands):
+            raise ValueError(f"einsum {subscripts!r} names {len(inputs)} operands, got "
+                             f"{len(operands)}")
+        for part in inputs + ([rhs] if arrow else []):
+            body = part.replace("...", "", 1)
+            if not all(c.isalpha() and c.isascii() for c in body):
+                raise ValueError(f"einsum {subscripts!r}: {part!r} holds something other than "
+                                 "letters and one '...'")
+        ells = [t.ndim - len(p.replace("...", "")) for p, t in zip(inputs, operands)]
+        for p, t, e in zip(inputs, operands, ells):
+            if e < 0 or (e > 0 and "..." not in p):
+                raise ValueError(f"einsum {subscripts!r}: {p!r} names {len(p)} axes of a "
+                                 f"tensor of shape {t.shape}")
+        ell = [chr(0x100 + i) for i in range(max(ells + [0]))]  # (the ellipsis axes' names)
+        labels = [list(p.replace("...", "".join(ell[len(ell) - e:])))
+                  for p, e in zip(inputs, ells)]
+        if arrow:
+            out = list(rhs.replace("...", "".join(ell)))
+            if len(set(out)) != len(out) or any(c not in sum(labels, []) for c in out):
+                raise ValueError(f"einsum {subscripts!r}: the output repeats a letter or names "
+                                 "one no operand has")
+        else:
+            counts = collections.Counter(sum(labels, []))
+            out = ell + sorted(c for c in counts if counts[c] == 1 and c not in ell)
+        xs = []
+        for t, names in zip(operands, labels):
+            _static_dims(t, "einsum", range(t.ndim))
+            while len(set(names)) != len(names):  # a repeated letter: its diagonal, last
+                c = next(c for c in names if names.count(c) > 1)
+                i = names.index(c)
+                j = names.index(c, i + 1)
+                if t.shape[i] != t.shape[j]:
+                    raise ValueError(f"einsum {subscripts!r}: {c!r} repeats over axes of "
+                                     f"sizes {t.shape[i]} and {t.shape[j]}")
+                t = t.diagonal(0, i, j)
+                names = [n for k, n in enumerate(names) if k not in (i, j)] + [c]
+            xs.append((t, names))
+        summed = sorted({c for _, names in xs for c in names} - set(out))
+        order = out + summed
+        sizes: dict[str, int] = {}
+        for t, names in xs:
+            for c, d in zip(names, t.shape):
+                if sizes.get(c, 1) not in (1, d) and d != 1:
+                    raise ValueError(f"einsum {subscripts!r}: {c!r} has sizes {sizes[c]} and "
+                                     f"{d}")
+                sizes[c] = d if sizes.get(c, 1) == 1 else sizes[c]
+        dtype = functools.reduce(least_upper_dtype, (t.dtype for t, _ in xs))
+        full = tuple(sizes[c] for c in order)
+        prod_t = None
+        for t, names in xs:
+            mine = sorted(names, key=order.index)  # (its letters in the result's order)
+            t = t.cast(dtype).permute(tuple(names.index(c) for c in mine))
+            shape = tuple(t.shape[mine.index(c)] if c in names else 1 for c in order)
+            t = t.reshape(shape)._broadcast_to(full)
+            prod_t = t if prod_t is None else prod_t * t
+        if summed:
+            prod_t = prod_t.sum(tuple(range(len(out), len(order))))
+        return prod_t.cast(dtype) if prod_t.dtype is not dtype else prod_t._copy()
 
     def outer(self, x: Tensor) -> Tensor:
         """numpy's outer: every element of self (flattened) times every element of x
