@@ -743,7 +743,8 @@ def test_einsum_ellipsis_broadcast_and_errors():
     for spec, dims, msg in [("ij,jk", [(2, 3), (4, 4)], "sizes 3 and 4"),
                               ("ij", [(2,)], "names 2 axes"), ("i1", [(2,)], "letters"),
                               ("ij->ii", [(2, 2)], "repeats a letter"),
-                              ("ii", [(2, 3)], "sizes 2 and 3"), ("i,i", [(2,)], "names 2")]:
+                              ("ii", [(2, 3)], "sizes 2 and 3"), ("i,i", [(2,)], "names 2"),
+                              ("...i->i", [(2, 3)], "need a '...' in the output")]:
         with pytest.raises(ValueError, match=msg):
             Tensor.einsum(spec, *(Tensor(np.ones(s)) for s in dims))
     with pytest.raises(TypeError, match="einsum takes Tensors"):

@@ -2572,6 +2572,9 @@ class Tensor:
         labels = [list(p.replace("...", "".join(ell[len(ell) - e:])))
                   for p, e in zip(inputs, ells)]
         if arrow:
+            if ell and "..." not in rhs:
+                raise ValueError(f"einsum {subscripts!r}: the operands' '...' axes need a '...' "
+                                 "in the output (numpy's rule)")
             out = list(rhs.replace("...", "".join(ell)))
             if len(set(out)) != len(out) or any(c not in sum(labels, []) for c in out):
                 raise ValueError(f"einsum {subscripts!r}: the output repeats a letter or names "
