@@ -16,6 +16,8 @@ import os
 import threading
 from collections.abc import Iterator
 
+import numpy as np
+
 
 def getenv(name: str, default: int = 0) -> int:
     """The integer value of environment variable `name`, or `default` when unset or empty."""
@@ -111,6 +113,17 @@ def sequence_depth(value) -> int:
             return depth
         value = value[0]
     return depth + value.ndim if hasattr(value, "ndim") and hasattr(value, "shape") else depth
+
+
+def int_arg(value, what: str) -> int:
+    """`value` as a Python int (numpy's integers too; bools refused, as numpy refuses them
+    where it wants a count), else a TypeError naming `what`."""
+    try:
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an int, got {value!r}") from None
 
 
 def round_up(x: int, align: int) -> int:

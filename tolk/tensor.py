@@ -36,7 +36,7 @@ import numpy as np
 
 from tolk.dtype import DType, _round_int_to_bf16, dtypes, least_upper_dtype, to_dtype
 from tolk.errors import DeviceError, ShapeError
-from tolk.helpers import prod, sequence_depth
+from tolk.helpers import int_arg, prod, sequence_depth
 from tolk.runtime.device import canonical_device
 from tolk.uop.form import Form, form_of
 from tolk.uop.ops import GroupOp, Ops, UOp, node_cache
@@ -344,17 +344,6 @@ def _chain_above(u: UOp, state: UOp) -> tuple | None:
         chain.append((u.op, u.dtype, u.src[1:], u.arg))
         u = u.src[0]
     return tuple(chain) if u is state else None
-
-
-def _int_arg(value, what: str) -> int:
-    """`value` as a Python int (numpy's integers too; bools refused, as numpy refuses them
-    where it wants a count), else a TypeError naming `what`."""
-    try:
-        if isinstance(value, (bool, np.bool_)):
-            raise TypeError
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{what} must be an int, got {value!r}") from None
 
 
 def _not_sharded(x, what: str) -> None:
@@ -748,7 +737,7 @@ class Tensor:
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
                                                                      np.floating)):
                 raise TypeError(f"linspace takes int or float bounds, got {v!r}")
-        num = _int_arg(num, "linspace's num")
+        num = int_arg(num, "linspace's num")
         if num < 0:
             raise ValueError(f"linspace's num must not be negative, got {num}")
         if num > _MAX_DIM // 8:
@@ -1440,7 +1429,7 @@ class Tensor:
         a result past the dtype's range wrapping; ``10**-decimals`` must fit the dtype (a
         ValueError otherwise, where numpy wraps it). Bools are refused (numpy's answer is
         float16)."""
-        decimals = _int_arg(decimals, "round's decimals")
+        decimals = int_arg(decimals, "round's decimals")
         if self.dtype is dtypes.bool:
             raise TypeError("round of a bool tensor: cast it to a number first")
         if self.dtype.is_float:
@@ -1696,7 +1685,7 @@ class Tensor:
         """The `k` largest (or smallest) values along `axis` and their int64 positions, a
         pair, in sorted order whatever `sorted` says (PyTorch's topk; ties keep the order
         they come in, nan counts as the largest)."""
-        k = _int_arg(k, "topk's k")
+        k = int_arg(k, "topk's k")
         n = self.shape[_norm_axis(axis, self.ndim)] if self.ndim else 1
         if isinstance(n, Sym):
             _static_dims(self, "topk", (_norm_axis(axis, self.ndim),))
@@ -2120,7 +2109,7 @@ class Tensor:
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
         """numpy's diagonal: the elements ``[i, i + offset]`` of axes `axis1` and `axis2`,
         along a new last axis (the other axes first, in order); a new tensor, not a view."""
-        offset = _int_arg(offset, "diagonal's offset")
+        offset = int_arg(offset, "diagonal's offset")
         if self.ndim < 2:
             raise ShapeError(f"diagonal needs at least 2 axes, got shape {self.shape}")
         a1, a2 = _norm_axis(axis1, self.ndim), _norm_axis(axis2, self.ndim)
@@ -2148,7 +2137,7 @@ class Tensor:
         ``!=``, as numpy's), after `prepend` and `append` (scalars or tensors) join it (for
         n of 1 or more; a scalar is weak, as a Python scalar next to a tensor is, where numpy
         makes it an int64 or float64 array first: 0.5 before an int tensor gives float32)."""
-        n = _int_arg(n, "diff's n")
+        n = int_arg(n, "diff's n")
         if n < 0:
             raise ValueError(f"diff's order n must not be negative, got {n}")
         if self.ndim == 0:

@@ -42,6 +42,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tolk.errors import ScheduleError
+from tolk.helpers import int_arg
 
 # Work limits: counts, never clocks, so that a plan depends on its input only.
 EXACT_MAX_BUFFERS = 8  # exact search up to this many buffers (its cost is factorial)
@@ -74,7 +75,7 @@ def floor_bytes(sizes, firsts, lasts, alignment: int = 1) -> int:
     """The peak of live bytes over time (sizes rounded up to `alignment`): no plan beats it.
     Raises `ScheduleError` for the inputs `assign_offsets` refuses."""
     sizes, firsts, lasts = _ints(sizes), _ints(firsts), _ints(lasts)
-    alignment = _alignment(alignment)
+    alignment = int_arg(alignment, "alignment")
     _check(sizes, firsts, lasts, alignment)
     return _floor(sizes, firsts, lasts, alignment)
 
@@ -101,7 +102,7 @@ def assign_offsets(sizes, firsts, lasts, alignment: int = 256) -> Plan:
     lifetime with first > last, or an alignment below 1.
     """
     sizes, firsts, lasts = _ints(sizes), _ints(firsts), _ints(lasts)
-    alignment = _alignment(alignment)
+    alignment = int_arg(alignment, "alignment")
     _check(sizes, firsts, lasts, alignment)
     units = [-(-s // alignment) for s in sizes]
     keep = [i for i, u in enumerate(units) if u > 0]
@@ -161,15 +162,6 @@ def find_overlaps(sizes, firsts, lasts, offsets, limit: int = 100) -> list[tuple
 
 
 _LIMIT = 1 << 63  # sizes and call numbers are below it (64-bit; the scores stay finite)
-
-
-def _alignment(alignment) -> int:
-    try:
-        if isinstance(alignment, (bool, np.bool_)):
-            raise TypeError
-        return operator.index(alignment)
-    except TypeError:
-        raise TypeError(f"alignment must be an int, got {alignment!r}") from None
 
 
 def _ints(values) -> list[int]:
