@@ -185,3 +185,19 @@ def test_a_settled_assign_lets_what_its_value_read_die_while_views_stay_stale():
                                   np.full(8, -6.0, np.float32))
     np.testing.assert_array_equal(np.concatenate([r.numpy() for r in rows[8:]]),
                                   np.full(3, -6.0, np.float32))
+
+
+def test_an_attribute_error_inside_a_property_reaches_the_caller_as_itself():
+    class Broken(Tensor):
+        @property
+        def shape(self):
+            raise AttributeError("inner: no such field on the node")
+
+    t = Broken(np.zeros(3, np.float32))
+    with pytest.raises(AttributeError, match="inner: no such field"):
+        t.shape
+    with pytest.raises(AttributeError, match="no attribute 'missing'"):
+        t.missing
+    half_built = Tensor.__new__(Tensor)  # (its __init__ never ran: the property's own error)
+    with pytest.raises(AttributeError, match="no attribute 'uop'"):
+        half_built.dtype

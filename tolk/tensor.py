@@ -502,8 +502,13 @@ class Tensor:
 
     def __getattr__(self, name: str):
         """Only for a stale view's `uop` (see `move_views`): its graph over the state it
-        stands over now, computed once."""
+        stands over now, computed once. A property that raised AttributeError itself lands
+        here too: it is run again so that its own error, not a missing name, reaches the
+        caller."""
         if name != "uop":
+            prop = getattr(type(self), name, None)
+            if isinstance(prop, property):
+                return prop.__get__(self, type(self))
             raise AttributeError(f"'Tensor' object has no attribute {name!r}")
         with registry_lock:
             try:
