@@ -433,6 +433,10 @@ def _numpy_names(method):
     return wrapper
 
 
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
 def _half_in_float32(method):
     """`method` of a 16-bit float tensor (or sharded tensor) computed in float32, the result
     cast back (sums of many terms round away in 16 bits); other tensors call it as it is."""
@@ -442,6 +446,100 @@ def _half_in_float32(method):
             return method(self.cast(dtypes.float32), *args, **kwargs).cast(self.dtype)
         return method(self, *args, **kwargs)
     return wrapper
+
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _check_reduction(reduction, name: str) -> None:
+    if not isinstance(reduction, str) or reduction not in _REDUCTIONS:
+        raise ValueError(f"{name}'s reduction must be 'mean', 'sum' or 'none', "
+                         f"got {reduction!r}"[:200])
+
+
+def _reduce_loss(loss: Tensor, reduction: str, weights: Tensor | None = None) -> Tensor:
+    """`loss` summed, averaged (over `weights`' sum where given, else its count) or kept."""
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.mean() if weights is None else loss.sum() / weights.sum()
+
+
+def _as_tensor(x, dtype: DType) -> Tensor:
+    """`x` (a tensor, array, list or number) as a tensor of float `dtype` (a float tensor keeps
+    its dtype)."""
+    t = x if isinstance(x, Tensor) else Tensor(np.asarray(x))
+    return t if t.dtype.is_float else t.cast(dtype)
+
+
+def _same_shape_target(target, x: Tensor, name: str) -> Tensor:
+    t = _as_tensor(target, x.dtype)
+    if t.shape != x.shape:
+        raise ShapeError(f"{name} of input {x.shape} with target {t.shape}: the shapes must "
+                         "be equal")
+    return t
+
+
+def _loss_difference(x: Tensor, target) -> Tensor:
+    x = x._float()
+    return x - (target._float() if isinstance(target, Tensor) else target)
+
+
+def _class_weight(weight, x: Tensor, axis: int, name: str) -> Tensor:
+    """`weight`, a 1-d tensor of one float per class, shaped to broadcast along `axis`."""
+    w = _as_tensor(weight, x.dtype)
+    if w.shape != (x.shape[axis],):
+        raise ShapeError(f"{name}'s weight must have one value per class, shape "
+                         f"({x.shape[axis]},), got {w.shape}")
+    return w.reshape(tuple(x.shape[axis] if i == axis else 1 for i in range(x.ndim)))
+
+
+def _picked_nll(logp: Tensor, target, weight, ignore_index, name: str):
+    """Per element of the class indices `target`: ``-weight[t] * logp[n, t, ...]`` (0 where
+    ignored), the weight each counts with (0 where ignored) and where it is ignored, all of
+    `target`'s shape. A class out of range indexes past the flattened `logp`, so the gather
+    raises when it runs (no row's value is read in its place)."""
+    if logp.ndim == 0:
+        raise ShapeError(f"{name} needs log-probabilities with a class axis, got a 0-d tensor")
+    axis = 1 if logp.ndim >= 2 else 0
+    if not isinstance(target, Tensor):
+        target = Tensor(np.asarray(target))
+    if target.dtype.is_float or target.dtype is dtypes.bool:
+        raise TypeError(f"{name}'s target must hold class indices (an integer tensor), got "
+                        f"{target.dtype.name}")
+    rows = logp.shape[:axis] + logp.shape[axis + 1:]
+    if target.shape != rows:
+        raise ShapeError(f"{name} of input {logp.shape} with target {target.shape}: the "
+                         f"target must have the input's shape without its class axis, {rows}")
+    if not all(isinstance(d, int) for d in logp.shape):
+        raise ShapeError(f"{name} of input {logp.shape}: symbolic sizes are not supported")
+    classes = logp.shape[axis]
+    if classes == 0:
+        raise ShapeError(f"{name} of input {logp.shape}: there are no classes")
+    ignore_index = int_arg(ignore_index, f"{name}'s ignore_index")
+    count = math.prod(rows)
+    t = target.cast(dtypes.int64).reshape(count)
+    ignored = t == ignore_index
+    start = Tensor.arange(count, dtype=dtypes.int64, device=logp.device) * classes
+    inside = (t >= 0) & (t < classes)
+    at = ignored.where(start, inside.where(start + t, count * classes))
+    flat = (logp.moveaxis(axis, -1) if axis else logp).reshape(count * classes)
+    nll = -flat.gather(at)
+    if weight is None:
+        w = (~ignored).cast(logp.dtype)
+    else:
+        w = _class_weight(weight, logp, axis, name).reshape(classes)
+        w = ignored.where(0, w.gather((ignored | ~inside).where(0, t)))
+        nll = nll * w
+    nll = ignored.where(0, nll)
+    return nll.reshape(rows), w.reshape(rows), ignored.reshape(rows)
+
+
+@_half_in_float32
+def _exact_gelu(x: Tensor) -> Tensor:
+    x = x._float()
+    return x * (x * -math.sqrt(0.5)).erfc() * 0.5
 
 
 class Tensor:
@@ -1468,16 +1566,112 @@ class Tensor:
     def relu(self) -> Tensor:
         return self.maximum(0)
 
-    def gelu(self) -> Tensor:
-        """GELU, tanh approximation."""
+    def gelu(self, approximate: str = "tanh") -> Tensor:
+        """GELU, ``x * P(X <= x)`` for a standard normal X. ``approximate="tanh"`` (the
+        default, as tinygrad's and GPT-2's: fast, within ~1e-3 of the exact value) or
+        ``"none"``: ``0.5 * x * erfc(-x / sqrt(2))``, exact (PyTorch's default; 16-bit floats
+        in float32, rounded once)."""
+        if approximate == "none":
+            return _exact_gelu(self)
+        if approximate != "tanh":
+            raise ValueError(f"gelu's approximate must be 'tanh' or 'none', got {approximate!r}")
         x = self._float()
         return 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())
+
+    def erf(self) -> Tensor:
+        """The error function, each value as Python's ``math.erf`` gives it (numpy has none;
+        computed element by element, ~0.1 us each); ints and bools in float32."""
+        return self._unary(Ops.ERF)
+
+    def erfc(self) -> Tensor:
+        """``1 - erf(x)``, accurate where erf(x) is near 1 (Python's ``math.erfc``)."""
+        return self._unary(Ops.ERFC)
+
+    # -- activations: PyTorch's definitions; ints and bools in float32 --------------------------
+
+    def leaky_relu(self, neg_slope: float = 0.01) -> Tensor:
+        """x where x > 0, else ``neg_slope * x``."""
+        x = self._float()
+        return (x > 0).where(x, x * neg_slope)
+
+    @_half_in_float32
+    def elu(self, alpha: float = 1.0) -> Tensor:
+        """x where x > 0, else ``alpha * expm1(x)``; 16-bit floats in float32."""
+        x = self._float()
+        return (x > 0).where(x, x.expm1() * alpha)
+
+    @_half_in_float32
+    def celu(self, alpha: float = 1.0) -> Tensor:
+        """x where x > 0, else ``alpha * expm1(x / alpha)`` (alpha 0 is a ValueError)."""
+        if alpha == 0:
+            raise ValueError("celu's alpha must not be 0 (it divides by it)")
+        x = self._float()
+        return (x > 0).where(x, (x / alpha).expm1() * alpha)
+
+    def selu(self) -> Tensor:
+        """``scale * elu(x, alpha)`` with the self-normalizing constants."""
+        return self.elu(_SELU_ALPHA) * _SELU_SCALE
+
+    @_half_in_float32
+    def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+        """``log(1 + exp(beta * x)) / beta``, computed without overflow; x itself where
+        ``beta * x > threshold`` (PyTorch's). beta 0 is a ValueError."""
+        if beta == 0:
+            raise ValueError("softplus's beta must not be 0 (it divides by it)")
+        x = self._float()
+        bx = x * beta
+        soft = (bx.maximum(0) + (-bx.abs()).exp().log1p()) / beta
+        return (bx > threshold).where(x, soft)
+
+    @_half_in_float32
+    def logsigmoid(self) -> Tensor:
+        """``log(sigmoid(x))``, computed without overflow: ``min(x, 0) - log1p(exp(-|x|))``."""
+        x = self._float()
+        return x.minimum(0) - (-x.abs()).exp().log1p()
+
+    @_half_in_float32
+    def mish(self) -> Tensor:
+        """``x * tanh(softplus(x))``."""
+        x = self._float()
+        return x * x.softplus().tanh()
+
+    def relu6(self) -> Tensor:
+        """``min(max(x, 0), 6)``: ints stay ints, bools become int32 (as relu)."""
+        return self.relu().minimum(6)
+
+    def hardtanh(self, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+        """x clipped to ``[min_val, max_val]``, as `clip` (its dtype: int tensors stay ints
+        for int bounds, become float32 for float ones; bools are a TypeError)."""
+        if self.dtype is dtypes.bool:
+            raise TypeError("hardtanh of a bool tensor: cast it to a number first")
+        return self.clip(min_val, max_val)
+
+    def hardsigmoid(self) -> Tensor:
+        """``relu6(x + 3) / 6``."""
+        return (self._float() + 3).relu6() / 6
+
+    def hardswish(self) -> Tensor:
+        """``x * relu6(x + 3) / 6``."""
+        x = self._float()
+        return x * (x + 3).relu6() / 6
+
+    def softsign(self) -> Tensor:
+        """``x / (1 + |x|)``."""
+        x = self._float()
+        return x / (x.abs() + 1)
+
+    def quick_gelu(self) -> Tensor:
+        """``x * sigmoid(1.702 * x)``, CLIP's approximation of gelu."""
+        x = self._float()
+        return x * (x * 1.702).sigmoid()
 
     @_half_in_float32
     def silu(self) -> Tensor:
         """x * sigmoid(x); 16-bit floats in float32, rounded once, as `sigmoid`."""
         x = self._float()  # an int tensor: float32, as sigmoid (not int times float32)
         return x * x.sigmoid()
+
+    swish = silu
 
     def square(self) -> Tensor:
         """x * x; a bool tensor squares to int8, as numpy's."""
@@ -1889,6 +2083,122 @@ class Tensor:
     def _finite(self) -> Tensor:
         """Whether each element is finite (not inf, not nan), a bool tensor."""
         return (self == self) & (self.abs() != float("inf"))
+
+    # -- losses: PyTorch's definitions and arguments (reduction "mean", "sum" or "none") ------
+
+    @_half_in_float32
+    def nll_loss(self, target, weight=None, ignore_index: int = -100,
+                 reduction: str = "mean") -> Tensor:
+        """The negative log likelihood of the classes `target` names, from log-probabilities
+        over axis 1 (axis 0 of a 1-d tensor): ``-weight[t] * self[n, t, ...]`` per element of
+        the integer tensor `target` (this shape without the class axis). Elements equal to
+        `ignore_index` give 0 and count for nothing; "mean" divides by the sum of the
+        weights of the others (nan when every element is ignored). A class outside
+        ``[0, C)`` raises numpy's IndexError when the kernel runs."""
+        _check_reduction(reduction, "nll_loss")
+        nll, w, _ = _picked_nll(self._float(), target, weight, ignore_index, "nll_loss")
+        return _reduce_loss(nll, reduction, w)
+
+    @_half_in_float32
+    def cross_entropy(self, target, weight=None, ignore_index: int = -100,
+                      reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+        """PyTorch's cross entropy of logits over axis 1 (axis 0 of a 1-d tensor) and
+        `target`: class indices (an integer tensor, as `nll_loss` takes them, of this shape
+        without the class axis) or class probabilities (a float tensor of this shape; "mean"
+        divides by the number of its rows, `ignore_index` is refused). `label_smoothing` in
+        [0, 1] mixes the targets with the uniform distribution over the C classes:
+        ``(1 - s) * nll + s / C * sum_c(-weight[c] * log_softmax[c])`` for indices, the
+        probabilities ``p * (1 - s) + s / C``. Computed from ``log_softmax`` (no overflow)."""
+        _check_reduction(reduction, "cross_entropy")
+        s = float(label_smoothing)
+        if not 0.0 <= s <= 1.0:
+            raise ValueError(f"cross_entropy's label_smoothing must be in [0, 1], got {s!r}")
+        x = self._float()
+        if x.ndim == 0:
+            raise ShapeError("cross_entropy needs logits with a class axis, got a 0-d tensor")
+        axis = 1 if x.ndim >= 2 else 0
+        logp = x.log_softmax(axis)
+        classes = x.shape[axis]
+        wc = None if weight is None else _class_weight(weight, x, axis, "cross_entropy")
+        if isinstance(target, Tensor) and target.dtype.is_float:
+            if ignore_index != -100:
+                raise ValueError("cross_entropy's ignore_index applies to class indices only, "
+                                 "not to a target of probabilities")
+            if target.shape != x.shape:
+                raise ShapeError(f"cross_entropy of logits {x.shape} with probabilities "
+                                 f"{target.shape}: the shapes must be equal")
+            p = target.cast(x.dtype)
+            if s:
+                p = p * (1 - s) + s / classes
+            terms = logp * p
+            loss = -(terms if wc is None else terms * wc).sum(axis)
+            return _reduce_loss(loss, reduction)
+        nll, w, ignored = _picked_nll(logp, target, weight, ignore_index, "cross_entropy")
+        if s:
+            smooth = -(logp if wc is None else logp * wc).sum(axis)
+            nll = nll * (1 - s) + ignored.where(0, smooth) * (s / classes)
+        return _reduce_loss(nll, reduction, w)
+
+    @_half_in_float32
+    def binary_cross_entropy(self, target, weight=None, reduction: str = "mean") -> Tensor:
+        """``-weight * (t * log(p) + (1 - t) * log1p(-p))`` for probabilities p (this
+        tensor) and targets t (its shape), each log at least -100 (PyTorch's: a p of 0 or 1
+        gives a finite loss). A p outside [0, 1] gives nan (PyTorch raises)."""
+        _check_reduction(reduction, "binary_cross_entropy")
+        p = self._float()
+        t = _same_shape_target(target, p, "binary_cross_entropy")
+        loss = (t - 1) * (-p).log1p().maximum(-100) - t * p.log().maximum(-100)
+        if weight is not None:
+            loss = loss * _as_tensor(weight, p.dtype)
+        return _reduce_loss(loss, reduction)
+
+    @_half_in_float32
+    def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None,
+                                         reduction: str = "mean") -> Tensor:
+        """`binary_cross_entropy` of ``sigmoid(self)``, computed from the logits without
+        overflow: ``(1 - t) * x + (1 + (pos_weight - 1) * t) * (log1p(exp(-|x|)) +
+        max(-x, 0))``, times `weight`; `pos_weight` weighs the positive term (broadcast
+        along the last axis, as PyTorch's)."""
+        _check_reduction(reduction, "binary_cross_entropy_with_logits")
+        x = self._float()
+        t = _same_shape_target(target, x, "binary_cross_entropy_with_logits")
+        soft = (-x.abs()).exp().log1p() + (-x).maximum(0)
+        if pos_weight is not None:
+            soft = soft * ((_as_tensor(pos_weight, x.dtype) - 1) * t + 1)
+        loss = (1 - t) * x + soft
+        if weight is not None:
+            loss = loss * _as_tensor(weight, x.dtype)
+        return _reduce_loss(loss, reduction)
+
+    def mse_loss(self, target, reduction: str = "mean") -> Tensor:
+        """``(self - target) ** 2`` (broadcast; ints in float32)."""
+        _check_reduction(reduction, "mse_loss")
+        return _reduce_loss(_loss_difference(self, target).square(), reduction)
+
+    def l1_loss(self, target, reduction: str = "mean") -> Tensor:
+        """``|self - target|`` (broadcast; ints in float32)."""
+        _check_reduction(reduction, "l1_loss")
+        return _reduce_loss(_loss_difference(self, target).abs(), reduction)
+
+    def smooth_l1_loss(self, target, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+        """``0.5 * d**2 / beta`` where ``d = |self - target| < beta``, else ``d - 0.5 * beta``
+        (the l1 loss for beta 0; a negative beta is a ValueError)."""
+        _check_reduction(reduction, "smooth_l1_loss")
+        if beta < 0:
+            raise ValueError(f"smooth_l1_loss's beta must be >= 0, got {beta!r}")
+        d = _loss_difference(self, target).abs()
+        if beta == 0:
+            return _reduce_loss(d, reduction)
+        return _reduce_loss((d < beta).where(d * d * (0.5 / beta), d - 0.5 * beta), reduction)
+
+    def huber_loss(self, target, reduction: str = "mean", delta: float = 1.0) -> Tensor:
+        """``0.5 * d**2`` where ``d = |self - target| <= delta``, else
+        ``delta * (d - 0.5 * delta)`` (delta must be > 0)."""
+        _check_reduction(reduction, "huber_loss")
+        if not delta > 0:
+            raise ValueError(f"huber_loss's delta must be > 0, got {delta!r}")
+        d = _loss_difference(self, target).abs()
+        return _reduce_loss((d <= delta).where(d * d * 0.5, (d - 0.5 * delta) * delta), reduction)
 
     def one_hot(self, num_classes: int) -> Tensor:
         """``(..., num_classes)``: 1 where the last index equals this integer tensor's value,

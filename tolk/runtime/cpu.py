@@ -53,7 +53,7 @@ _UNARY = {
     Ops.LOG1P: "np.log1p", Ops.EXPM1: "np.expm1", Ops.TAN: "np.tan", Ops.SINH: "np.sinh",
     Ops.COSH: "np.cosh", Ops.ASIN: "np.arcsin", Ops.ACOS: "np.arccos", Ops.ATAN: "np.arctan",
     Ops.ASINH: "np.arcsinh", Ops.ACOSH: "np.arccosh", Ops.ATANH: "np.arctanh",
-    Ops.RINT: "np.rint",
+    Ops.RINT: "np.rint", Ops.ERF: "erf_values", Ops.ERFC: "erfc_values",
 }
 _BINARY = {
     Ops.ADD: "np.add", Ops.SUB: "np.subtract", Ops.MUL: "np.multiply", Ops.DIV: "np.true_divide",
@@ -1013,6 +1013,24 @@ def ordered_reduce(op, x, axes: tuple[int, ...], dtype) -> np.ndarray:
     return op.reduce(np.asarray(x, order="C"), axis=axes, keepdims=True, dtype=dtype)
 
 
+def _by_element(fn: Callable[[float], float]):
+    """A ufunc-like function of arrays from `fn` of one float: each element through `fn` in
+    float64, the result in the argument's dtype (written into `out` when given)."""
+    def apply(x, out=None):
+        x = np.asarray(x)
+        flat = x.astype(np.float64).ravel().tolist()
+        r = np.fromiter(map(fn, flat), np.float64, len(flat)).reshape(x.shape)
+        if out is None:
+            return r.astype(x.dtype, copy=False)
+        out[...] = r
+        return out
+    return apply
+
+
+erf_values = _by_element(math.erf)  # (numpy has no erf: libm's, ~0.1 us an element)
+erfc_values = _by_element(math.erfc)
+
+
 def sort_along(x, axis: int, descending: bool, indices: bool) -> np.ndarray:
     """numpy's stable sort of `x` along `axis`: the values, or (`indices`) their int64
     positions. Descending is the ascending order of the reversed axis, reversed: nan first,
@@ -1039,6 +1057,7 @@ _GLOBALS = {"contract": contract, "exact_where_not_finite": exact_where_not_fini
             "any_negative": any_negative, "take_into": take_into,
             "take_rows": take_rows, "ordered_reduce": ordered_reduce,
             "scatter_add": scatter_add, "sort_along": sort_along,
+            "erf_values": erf_values, "erfc_values": erfc_values,
             "np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
             "bf16_round": bf16_round,
             "view_reshape": view_reshape, "reshape_prefix": reshape_prefix,

@@ -212,6 +212,10 @@ class Ops(int, metaclass=_OpsType):
     # last ascending, first descending; equal values keep their order either way); the
     # source's shape
     SORT = auto()
+    # unary: the error function and its complement, 1 - erf(x) (accurate where erf(x) is
+    # near 1), each value as Python's math.erf and math.erfc give it, in the source's dtype
+    ERF = auto()
+    ERFC = auto()
 
     name: str  # in the member's own __dict__ (an int subclass takes no slots)
 
@@ -238,7 +242,7 @@ class GroupOp:
         {Ops.NEG, Ops.EXP, Ops.LOG, Ops.SQRT, Ops.RECIPROCAL, Ops.SIN, Ops.COS, Ops.TANH,
          Ops.ABS, Ops.SIGN, Ops.NOT, Ops.TRUNC, Ops.EXP2, Ops.LOG2, Ops.FLOOR, Ops.CEIL,
          Ops.LOG1P, Ops.EXPM1, Ops.TAN, Ops.SINH, Ops.COSH, Ops.ASIN, Ops.ACOS, Ops.ATAN,
-         Ops.ASINH, Ops.ACOSH, Ops.ATANH, Ops.RINT}
+         Ops.ASINH, Ops.ACOSH, Ops.ATANH, Ops.RINT, Ops.ERF, Ops.ERFC}
     )
     Binary = frozenset(
         {Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.IDIV, Ops.MOD, Ops.POW, Ops.MAX, Ops.MIN,
