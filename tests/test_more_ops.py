@@ -690,18 +690,117 @@ def test_norm_matches_numpys_vector_norms(a, data, keepdim):
     np.testing.assert_allclose(got.numpy(), want, equal_nan=True, **tol)
 
 
-def test_norm_refuses_matrix_norms_and_bad_orders():
+def test_norm_refuses_singular_value_norms_and_bad_orders():
     x = Tensor(np.ones((2, 3), np.float32))
-    with pytest.raises(ValueError, match="vector norms"):
-        x.norm(2)
-    with pytest.raises(ValueError, match="vector norms"):
-        x.norm(None, (0, 1))
-    with pytest.raises(ValueError, match="ord must be a number"):
+    for o in (2, -2, "nuc"):
+        with pytest.raises(ValueError, match="need singular values"):
+            x.norm(o)
+    with pytest.raises(ValueError, match="'fro' is a matrix norm"):
         x.norm("fro", 0)
+    with pytest.raises(ValueError, match="ord must be a number"):
+        x.norm([1], 0)
+    with pytest.raises(ValueError, match="one axis twice"):
+        x.norm(1, (1, -1))
+    with pytest.raises(ValueError, match="one axis or two"):
+        Tensor(np.ones((2, 2, 2))).norm(1, (0, 1, 2))
+    with pytest.raises(ValueError, match="tensor of 3 axes"):
+        Tensor(np.ones((2, 2, 2))).norm(1)
     with pytest.raises(ValueError, match="0-d"):
         Tensor(1.0).norm(1)
     assert x.norm().item() == pytest.approx(np.sqrt(6))
     assert x.norm(dim=1).shape == (2,)
+
+
+@cases()
+@given(array_and_dtype(dtype_strategy=st.sampled_from(ALL),
+                       shape_strategy=shapes(min_dims=2, max_dims=3)), st.data(), st.booleans())
+def test_norm_matches_numpys_matrix_norms(a, data, keepdim):
+    rd = float_result(a.dtype)
+    o = data.draw(st.sampled_from([None, "fro", 1, -1, np.inf, -np.inf]))
+    axes = tuple(data.draw(st.permutations(range(-a.ndim, 0)))[:2])
+    wide = np.float32 if rd == np.float16 else rd  # (16 bits in float32, rounded once)
+    try:
+        want = np.asarray(np.linalg.norm(a.astype(wide), o, axes, keepdim)).astype(rd)
+    except ValueError:  # (numpy's smallest of no sums)
+        with pytest.raises(ValueError, match="zero-size"):
+            Tensor(a).norm(o, axes, keepdim).numpy()
+        return
+    got = Tensor(a).norm(o, axes, keepdims=keepdim)
+    assert got.dtype.np == rd and got.shape == np.shape(want)
+    tol = {"rtol": 5e-3, "atol": 1e-2} if rd == np.float16 else {"rtol": 1e-5, "atol": 1e-6}
+    np.testing.assert_allclose(got.numpy(), want, equal_nan=True, **tol)
+    if a.ndim == 2 and o is not None:  # (a 2-d tensor with an ord: its matrix norm)
+        np.testing.assert_allclose(Tensor(a).norm(o).numpy(), np.linalg.norm(a.astype(wide), o)
+                                   .astype(rd), **tol)
+
+
+_METHODS = ["linear", "lower", "higher", "nearest", "midpoint"]
+
+
+@cases()
+@given(array_and_dtype(dtype_strategy=st.sampled_from(ALL)), st.data(), st.booleans(),
+       st.sampled_from(_METHODS))
+def test_quantile_matches_numpy(a, data, keepdim, method):
+    a = _with_ties_and_nans(a, data)
+    if a.dtype.kind == "f":  # (infinities: test_quantile_at_infinities)
+        a[np.isinf(a)] = np.copysign(1000, a[np.isinf(a)])
+    axis = data.draw(st.none() | st.integers(-a.ndim, a.ndim - 1)) if a.ndim else None
+    if (a.size if axis is None else a.shape[axis]) == 0:
+        with pytest.raises(ShapeError, match="empty axis"):
+            Tensor(a).quantile(0.5, axis)
+        return
+    level = st.floats(0, 1) | st.sampled_from([0.0, 0.25, 0.5, 1.0])
+    q = data.draw(level | st.lists(level, max_size=3))
+    rd = float_result(a.dtype)  # (ints and bools: float32, numpy's float64)
+    got = Tensor(a).quantile(q, axis, keepdims=keepdim, method=method)
+    want = np.quantile(a.astype(rd), q, axis=axis, keepdims=keepdim, method=method)
+    assert got.dtype.np == rd and got.shape == want.shape
+    np.testing.assert_allclose(got.numpy(), want, equal_nan=True, **_tol(rd))
+    if np.ndim(q) == 0 and rd != np.float16:  # (numpy's own float: the same bits)
+        np.testing.assert_array_equal(got.numpy(), want)
+    pct = Tensor(a).percentile(np.multiply(q, 100), axis, keepdims=keepdim, method=method)
+    np.testing.assert_allclose(pct.numpy(), want, equal_nan=True, **_tol(rd))
+
+
+def test_quantile_at_infinities():
+    a = np.array([-np.inf, 1.0, 2.0, np.inf], np.float32)
+    got = Tensor(a).quantile([0.0, 0.2, 0.5, 0.9, 1.0]).numpy()
+    np.testing.assert_array_equal(got, [-np.inf, -np.inf, 1.5, np.nan, np.inf])
+    want = np.quantile(a, [0.0, 0.2, 0.5, 0.9, 1.0])  # (numpy's lerp: nan on an infinity,
+    np.testing.assert_array_equal(want, [np.nan, -np.inf, 1.5, np.nan, np.nan])  # as 0.9's)
+    both = Tensor(np.array([np.inf, np.inf], np.float32)).quantile(0.5).item()
+    assert np.isnan(both) and np.isnan(np.quantile([np.inf, np.inf], 0.5))  # (inf - inf)
+
+
+def test_quantile_arguments_are_checked():
+    x = Tensor(np.arange(6, dtype=np.float32))
+    with pytest.raises(ValueError, match=r"levels must be in \[0, 1\]"):
+        x.quantile(1.5)
+    with pytest.raises(ValueError, match=r"levels must be in \[0, 100\]"):
+        x.percentile([50, 101])
+    with pytest.raises(ValueError, match="method must be"):
+        x.quantile(0.5, method="weibull")
+    with pytest.raises(ValueError, match="1-d sequence"):
+        x.quantile([[0.5]])
+    with pytest.raises(TypeError, match="not a Tensor"):
+        x.quantile(Tensor(0.5))
+    assert x.quantile(np.float64(0.5)).item() == 2.5
+    assert x.quantile([]).shape == (0,)
+    assert x.reshape(2, 3).quantile([], 1, keepdim=True).shape == (0, 2, 1)
+
+
+@cases()
+@given(array_and_dtype(dtype_strategy=st.sampled_from(ALL)), st.booleans())
+def test_sort_and_argsort_without_an_axis_sort_the_flattened_tensor(a, descending):
+    values, positions = Tensor(a).sort(None, descending)
+    flat = a.reshape(-1)
+    order = np.argsort(flat[::-1], kind="stable")[::-1] if descending else \
+        np.argsort(flat, kind="stable")
+    if descending:
+        order = flat.size - 1 - order
+    np.testing.assert_array_equal(positions.numpy(), order)
+    np.testing.assert_array_equal(values.numpy(), flat[order])
+    np.testing.assert_array_equal(Tensor(a).argsort(None, descending).numpy(), order)
 
 
 @st.composite

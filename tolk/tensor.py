@@ -1844,7 +1844,8 @@ class Tensor:
         """The values sorted along `axis` and their int64 positions along it, a pair (as
         tinygrad's and PyTorch's sort; numpy's np.sort gives the values alone: ``[0]``).
         numpy's stable sort: nan sorts last ascending and first descending, equal values keep
-        their order either way; a 0-d tensor is its own sort."""
+        their order either way; a 0-d tensor is its own sort; axis None sorts the flattened
+        tensor (numpy's)."""
         return self._sort(axis, descending, False), self._sort(axis, descending, True)
 
     @_numpy_names
@@ -1853,21 +1854,105 @@ class Tensor:
         values, the mean of the two middle ones for an even count; nan where a nan is among
         them or there is none (numpy's answer, with its warning). Ints and bools give float32
         (numpy's float64), 16-bit floats average in float32 and round once, as numpy's."""
+        x, ax, f = self._along(axis, "median")
+        n = x.shape[ax]
+        if n == 0:
+            out = Tensor.full(x.shape[:ax] + (1,) + x.shape[ax + 1:], math.nan, f, x.device)
+        else:
+            at = x._sorted_at(ax, f, ((n - 1) // 2, n // 2, n - 1))
+            mid = (at[0] + at[1]) / 2 if n % 2 == 0 else at[1]
+            out = at[2].isnan().where(math.nan, mid).cast(f)
+        return self._reduced(out, axis, ax, keepdim)
+
+    @_numpy_names
+    def quantile(self, q, axis=None, keepdim: bool = False, method: str = "linear") -> Tensor:
+        """numpy's quantile along one axis (None: the whole tensor) at the levels `q` in
+        [0, 1] (a number, or a sequence of them: a leading axis of the result, as numpy's).
+        The sorted values' position ``q * (n - 1)``: "linear" interpolates between its two
+        neighbours (numpy's default and its formula), "lower" / "higher" take the one below /
+        above, "nearest" the nearer one (halves to the even position), "midpoint" their mean.
+        nan where a nan is among the values; a position on one value gives that value (an
+        infinity too, where numpy's lerp gives nan; between values, numpy's formula and its
+        nan for some infinities). The result has this tensor's float dtype (ints and bools:
+        float32; numpy's answer is float64 for them and for a sequence of levels); 16-bit
+        floats interpolate in float32 and round once. An empty axis is a ShapeError (numpy
+        raises too)."""
+        if isinstance(q, Tensor):
+            raise TypeError("quantile's levels q must be numbers (a number or a sequence), not "
+                            "a Tensor: they decide which sorted values are read")
+        levels = np.asarray(q, dtype=np.float64)
+        if levels.ndim > 1:
+            raise ValueError(f"quantile's q must be a number or a 1-d sequence, got shape "
+                             f"{levels.shape}")
+        if not ((levels >= 0) & (levels <= 1)).all():
+            raise ValueError(f"quantile's levels must be in [0, 1], got {q!r}"[:200])
+        if method not in ("linear", "lower", "higher", "nearest", "midpoint"):
+            raise ValueError(f"quantile's method must be 'linear', 'lower', 'higher', 'nearest' "
+                             f"or 'midpoint', got {method!r}"[:200])
+        x, ax, f = self._along(axis, "quantile")
+        n = x.shape[ax]
+        if n == 0:
+            raise ShapeError(f"quantile over an empty axis of a tensor of shape {self.shape}")
+        picks = []
+        for v in (levels * (n - 1)).reshape(-1).tolist():
+            lo = math.floor(v)
+            g = v - lo
+            if method == "lower" or (method == "nearest" and round(v) == lo):
+                g = 0.0
+            elif method in ("higher", "nearest") and g:
+                lo, g = lo + 1, 0.0
+            elif method == "midpoint" and g:
+                g = 0.5
+            picks.append((lo, min(lo + 1, n - 1), g))
+        wanted = sorted({n - 1}.union(*((lo, hi) if g else (lo,) for lo, hi, g in picks)))
+        at = dict(zip(wanted, x._sorted_at(ax, f, wanted)))
+        has_nan = at[n - 1].isnan()  # (nan sorts last)
+        outs = []
+        for lo, hi, g in picks:
+            a = at[lo]
+            if g:
+                b = at[hi]
+                d = b - a
+                a = a + d * g if g < 0.5 else b - d * (1 - g)  # (numpy's lerp: exact at 1)
+            outs.append(self._reduced(has_nan.where(math.nan, a).cast(f), axis, ax, keepdim))
+        if levels.ndim == 0:
+            return outs[0]
+        if not outs:  # (no levels: an empty leading axis)
+            shape = self._reduced(has_nan, axis, ax, keepdim).shape
+            return Tensor.zeros((0, *shape), dtype=f, device=self.device)
+        return Tensor.stack(outs)
+
+    @_numpy_names
+    def percentile(self, q, axis=None, keepdim: bool = False, method: str = "linear") -> Tensor:
+        """numpy's percentile: `quantile` at ``q / 100`` (levels in [0, 100])."""
+        if isinstance(q, Tensor):
+            raise TypeError("percentile's levels q must be numbers, not a Tensor")
+        levels = np.asarray(q, dtype=np.float64)
+        if not ((levels >= 0) & (levels <= 100)).all():
+            raise ValueError(f"percentile's levels must be in [0, 100], got {q!r}"[:200])
+        return self.quantile(levels / 100 if levels.ndim else float(levels) / 100, axis,
+                             keepdim, method)
+
+    def _along(self, axis, what: str) -> tuple[Tensor, int, DType]:
+        """For an order statistic along `axis` (None: all elements): the tensor it reads, the
+        axis, and the float dtype of its result."""
         x = self.flatten() if axis is None or self.ndim == 0 else self
         ax = 0 if axis is None or self.ndim == 0 else _norm_axis(axis, self.ndim)
         if axis is not None and self.ndim == 0:
             _norm_axis(axis, 0, 0)
-        _static_dims(x, "median", (ax,))
-        n = x.shape[ax]
-        f = x.dtype if x.dtype.is_float else dtypes.default_float
-        if n == 0:
-            out = Tensor.full(x.shape[:ax] + (1,) + x.shape[ax + 1:], math.nan, f, x.device)
-        else:
-            s = x.sort(ax)[0].cast(dtypes.float32 if f.itemsize == 2 else f)  # (nan last)
-            at = [s.shrink(tuple((i, i + 1) if a == ax else None for a in range(s.ndim)))
-                  for i in ((n - 1) // 2, n // 2, n - 1)]
-            mid = (at[0] + at[1]) / 2 if n % 2 == 0 else at[1]
-            out = at[2].isnan().where(math.nan, mid).cast(f)
+        _static_dims(x, what, (ax,))
+        return x, ax, x.dtype if x.dtype.is_float else dtypes.default_float
+
+    def _sorted_at(self, ax: int, f: DType, positions) -> list[Tensor]:
+        """The sorted values (nan last) at `positions` along `ax`, each keeping the axis with
+        size 1, in `f` (float32 for 16-bit floats)."""
+        s = self._sort(ax, False, False).cast(dtypes.float32 if f.itemsize == 2 else f)
+        return [s.shrink(tuple((i, i + 1) if a == ax else None for a in range(s.ndim)))
+                for i in positions]
+
+    def _reduced(self, out: Tensor, axis, ax: int, keepdim: bool) -> Tensor:
+        """`out`, a reduction along `ax` that kept it with size 1, shaped as numpy's
+        reduction of this tensor over `axis` (None: every axis) gives it."""
         if axis is None:
             return out.reshape((1,) * self.ndim if keepdim else ())
         return out if keepdim else out.squeeze(ax)
@@ -1900,6 +1985,8 @@ class Tensor:
         return values.shrink(window), indices.shrink(window)
 
     def _sort(self, axis, descending: bool, indices: bool) -> Tensor:
+        if axis is None:  # (numpy's: the flattened tensor)
+            return self.flatten()._sort(0, descending, indices)
         if not self.ndim:  # (one element: itself, at position 0; axis 0 or -1, PyTorch's)
             if isinstance(axis, bool) or axis not in (0, -1):
                 raise ShapeError(f"axis {axis!r} is out of range for a 0-d tensor (0 or -1)")
@@ -1927,18 +2014,26 @@ class Tensor:
     @_numpy_names
     @_half_in_float32
     def norm(self, ord=None, axis=None, keepdim: bool = False) -> Tensor:  # noqa: A002
-        """numpy's vector norm (``np.linalg.norm``) along `axis` (an int; None: all elements
+        """numpy's ``np.linalg.norm``. A vector norm along `axis` (an int; None: all elements
         as one vector): `ord` None or 2 the Euclidean norm, 1 the sum of magnitudes, inf /
         -inf the largest / smallest magnitude, 0 the count of nonzeros, any other number
-        ``sum(|x|**ord) ** (1 / ord)``. Matrix norms (a pair of axes, or an `ord` with a
-        tensor of 2 or more axes and no axis) are refused. Ints and bools give float32
-        (numpy's float64); 16-bit floats are computed in float32 and rounded once."""
+        ``sum(|x|**ord) ** (1 / ord)``. A matrix norm over a pair of axes (rows, columns;
+        also a 2-d tensor with an `ord` and no axis): None or "fro" the Frobenius norm, 1 /
+        -1 the largest / smallest column sum of magnitudes, inf / -inf the largest /
+        smallest row sum (2, -2 and "nuc" need singular values: refused). Ints and bools
+        give float32 (numpy's float64); 16-bit floats are computed in float32 and rounded
+        once."""
         if isinstance(axis, (tuple, list)) and len(axis) == 1:
             axis = axis[0]
         if isinstance(axis, (tuple, list)) or (axis is None and ord is not None and
                                                  self.ndim >= 2):
-            raise ValueError("norm computes vector norms: give one axis (matrix norms over "
-                             "two axes are not supported)")
+            if axis is None and self.ndim > 2:
+                raise ValueError(f"norm with an ord of a tensor of {self.ndim} axes: give "
+                                 "one axis (a vector norm) or two (a matrix norm)")
+            return self._matrix_norm(ord, (0, 1) if axis is None else tuple(axis), keepdim)
+        if isinstance(ord, str):
+            raise ValueError(f"norm's ord {ord!r} is a matrix norm: give two axes or a 2-d "
+                             "tensor")
         if ord is not None and (isinstance(ord, (bool, np.bool_)) or
                                 not isinstance(ord, (int, float, np.integer, np.floating))):
             raise ValueError(f"norm's ord must be a number or None, got {ord!r}")
@@ -1966,6 +2061,30 @@ class Tensor:
         if axis is None:
             return out.reshape((1,) * self.ndim if keepdim else ())
         return out if keepdim else out.squeeze(ax)
+
+    def _matrix_norm(self, ord, axes: tuple, keepdim: bool) -> Tensor:  # noqa: A002
+        if len(axes) != 2:
+            raise ValueError(f"norm takes one axis or two, got {axes!r}"[:200])
+        rows, cols = (_norm_axis(a, self.ndim) for a in axes)
+        if rows == cols:
+            raise ValueError(f"norm's two axes name one axis twice: {axes!r}")
+        a = self._float().abs()
+        if ord is None or ord == "fro":
+            out = (a * a).sum((rows, cols), keepdim=True).sqrt()
+        elif isinstance(ord, str) or isinstance(ord, (bool, np.bool_)) or \
+                ord not in (1, -1, math.inf, -math.inf):
+            raise ValueError(f"norm's matrix ord must be None, 'fro', 1, -1, inf or -inf, got "
+                             f"{ord!r} (2, -2 and 'nuc' need singular values)"[:200])
+        else:  # (column sums for 1 / -1, row sums for inf / -inf; then their max or min)
+            along, across = (rows, cols) if abs(ord) == 1 else (cols, rows)
+            sums = a.sum(along, keepdim=True)
+            if ord < 0:  # (of no sums: an error, numpy's too)
+                out = sums.min(across, keepdim=True)
+            elif self.shape[across] == 0:  # (numpy's largest of no sums: 0)
+                out = sums.sum(across, keepdim=True)
+            else:
+                out = sums.max(across, keepdim=True)
+        return out if keepdim else out.squeeze(tuple(sorted((rows, cols))))
 
     @_numpy_names
     @_half_in_float32
