@@ -3258,20 +3258,15 @@ class Tensor:
     def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1,
                dilation=1, padding=0) -> Tensor:
         """2-D convolution (cross-correlation), NCHW input and (Cout, Cin/groups, KH, KW) weight.
+        `padding`: an int, two (height, width), four (left, right, top, bottom; negative
+        crops), or PyTorch's "valid" or "same" (stride 1: the output the input's size).
 
         The windows of the padded input are one view (N, Cin, KH, OH, KW, OW); the convolution
         is one contraction of it with the weight over (Cin/groups, KH, KW), which the CPU
         backend runs as one matrix product per group. Integer operands give their promoted
         dtype, as `matmul` does (the sum runs in 64 bits); 16-bit floats run in float32 and are
         rounded once, as in `matmul`."""
-        _all_tensors("conv2d", (weight,) if bias is None else (weight, bias))
-        if isinstance(groups, (bool, np.bool_)) or not isinstance(groups, (int, np.integer)) \
-                or groups < 1:
-            raise TypeError(f"conv2d's groups must be an int >= 1, got {groups!r}")
-        groups = int(groups)
-        if self.ndim != 4 or weight.ndim != 4:
-            raise ShapeError(f"conv2d needs 4-D input and weight, "
-                             f"got {self.shape} and {weight.shape}")
+        groups = _conv_args("conv2d", self, weight, bias, groups)
         n, cin = self.shape[:2]
         cout, cin_g, kh, kw = weight.shape
         if cin != cin_g * groups or cout % groups:
@@ -3289,6 +3284,10 @@ class Tensor:
             out = self.cast(dtypes.float32).conv2d(weight.cast(dtypes.float32), None, groups,
                                                    stride, dilation, padding).cast(want)
             return out + bias.reshape(1, cout, 1, 1)  # a wider bias: added in its dtype
+        if isinstance(padding, str):
+            (t, b), (left, r) = _named_padding(padding, (kh, kw), _pair(stride), _pair(dilation),
+                                               "conv2d")
+            padding = (left, r, t, b)
         pads = _conv_padding(padding)
         _padded_sizes(self, pads, "conv2d")
         x = self._pad(((0, 0), (0, 0), pads[0], pads[1]))
@@ -3303,6 +3302,93 @@ class Tensor:
         if out.dtype is not want and not out.dtype.is_float:  # integers: as matmul does
             out = out.cast(want)
         return out + bias.reshape(1, cout, 1, 1) if bias is not None else out
+
+    def conv1d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1,
+               dilation=1, padding=0) -> Tensor:
+        """1-D convolution (cross-correlation), NCL input and (Cout, Cin/groups, K) weight:
+        `conv2d` over a height of 1. `padding` is an int, two ints (left, right), or PyTorch's
+        "valid" (none) or "same" (stride 1: the output as long as the input, the odd one of
+        the padding on the right)."""
+        _all_tensors("conv1d", (weight,) if bias is None else (weight, bias))
+        if self.ndim != 3 or weight.ndim != 3:
+            raise ShapeError(f"conv1d needs 3-D input and weight, got {self.shape} and "
+                             f"{weight.shape}")
+        s, d = _single(stride, "conv1d's stride"), _single(dilation, "conv1d's dilation")
+        lo, hi = _conv1d_padding(padding, weight.shape[2], s, d)
+        out = self.unsqueeze(2).conv2d(weight.unsqueeze(2), bias, groups, (1, s), (1, d),
+                                       (lo, hi, 0, 0))
+        return out.squeeze(2)
+
+    def conv_transpose2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1,
+                         stride=1, dilation=1, padding=0, output_padding=0) -> Tensor:
+        """PyTorch's transposed 2-D convolution (the gradient of `conv2d` with respect to its
+        input): NCHW input and (Cin, Cout/groups, KH, KW) weight; each input pixel adds
+        its weight window into the output at ``stride`` steps, ``padding`` cropped from each
+        side, ``output_padding`` added on the bottom and right (smaller than the stride or
+        the dilation). Run as `conv2d` of the input spread out with zeros, padded, with the
+        weight flipped and its channels swapped."""
+        groups = _conv_args("conv_transpose2d", self, weight, bias, groups)
+        cin, cout_g, kh, kw = weight.shape
+        if self.shape[1] != cin or cin % groups:
+            raise ShapeError(f"conv_transpose2d: input channels {self.shape[1]} must equal the "
+                             f"weight's first axis {cin}, divisible by groups ({groups})")
+        (sh, sw), (dh, dw) = _pair(stride), _pair(dilation)
+        if min(sh, sw, dh, dw) < 1:
+            raise ValueError(f"conv_transpose2d's stride and dilation must be >= 1, got "
+                             f"{stride!r} and {dilation!r}")
+        pads = _conv_padding(padding)
+        if any(p < 0 for pp in pads for p in pp):
+            raise ValueError(f"conv_transpose2d's padding must be >= 0, got {padding!r}")
+        (ph, pw), extra = (pads[0][0], pads[1][0]), _pair(output_padding)
+        if pads[0][0] != pads[0][1] or pads[1][0] != pads[1][1]:
+            raise ValueError(f"conv_transpose2d's padding is one int per axis (each side "
+                             f"alike), got {padding!r}")
+        for e, st, dl in zip(extra, (sh, sw), (dh, dw)):
+            if not 0 <= e < max(st, dl):
+                raise ValueError(f"conv_transpose2d's output_padding {output_padding!r} must be "
+                                 f">= 0 and smaller than the stride or the dilation")
+        n, _, h, w = self.shape
+        x = self
+        if sh > 1 or sw > 1:  # (zeros between the pixels: each pixel a block, then cropped)
+            x = x.reshape(n, cin, h, 1, w, 1)._pad(((0, 0), (0, 0), (0, 0), (0, sh - 1), (0, 0),
+                                                    (0, sw - 1)))
+            x = x.reshape(n, cin, h * sh, w * sw)[:, :, :max(h * sh - sh + 1, 0),
+                                                   :max(w * sw - sw + 1, 0)]
+        wt = weight.reshape(groups, cin // groups, cout_g, kh, kw).permute(0, 2, 1, 3, 4)
+        wt = wt.reshape(groups * cout_g, cin // groups, kh, kw).flip((2, 3))
+        lo_h, lo_w = dh * (kh - 1) - ph, dw * (kw - 1) - pw
+        return x.conv2d(wt, bias, groups, 1, (dh, dw),
+                        (lo_w, lo_w + extra[1], lo_h, lo_h + extra[0]))
+
+    def conv_transpose1d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1,
+                         stride=1, dilation=1, padding=0, output_padding=0) -> Tensor:
+        """`conv_transpose2d` over a height of 1: NCL input, (Cin, Cout/groups, K) weight."""
+        _all_tensors("conv_transpose1d", (weight,) if bias is None else (weight, bias))
+        if self.ndim != 3 or weight.ndim != 3:
+            raise ShapeError(f"conv_transpose1d needs 3-D input and weight, got {self.shape} "
+                             f"and {weight.shape}")
+        s, d = _single(stride, "conv_transpose1d's stride"), \
+            _single(dilation, "conv_transpose1d's dilation")
+        p = _single(padding, "conv_transpose1d's padding")
+        e = _single(output_padding, "conv_transpose1d's output_padding")
+        out = self.unsqueeze(2).conv_transpose2d(weight.unsqueeze(2), bias, groups, (1, s),
+                                                 (1, d), (0, p), (0, e))
+        return out.squeeze(2)
+
+    def max_pool1d(self, kernel_size=2, stride=None, dilation=1, padding=0) -> Tensor:
+        """`max_pool2d` over the last axis alone (an int each; PyTorch's)."""
+        k = _single(kernel_size, "max_pool1d's kernel_size")
+        s = k if stride is None else _single(stride, "max_pool1d's stride")
+        p = _single(padding, "max_pool1d's padding")
+        return self.unsqueeze(-2).max_pool2d((1, k), (1, s), (1, _single(
+            dilation, "max_pool1d's dilation")), (p, p, 0, 0)).squeeze(-2)
+
+    def avg_pool1d(self, kernel_size=2, stride=None, padding=0) -> Tensor:
+        """`avg_pool2d` over the last axis alone (an int each; PyTorch's)."""
+        k = _single(kernel_size, "avg_pool1d's kernel_size")
+        s = k if stride is None else _single(stride, "avg_pool1d's stride")
+        p = _single(padding, "avg_pool1d's padding")
+        return self.unsqueeze(-2).avg_pool2d((1, k), (1, s), 1, (p, p, 0, 0)).squeeze(-2)
 
     def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0) -> Tensor:
         """Maximum over each window; padding (the dtype's lowest value) is between 0 and half
@@ -3693,6 +3779,50 @@ def _pair(x) -> tuple[int, int]:
         raise ShapeError(f"a window size, stride or dilation must be an int or two ints, got "
                          f"{len(x)}: {x!r}")
     return (int(x[0]), int(x[1]))
+
+
+def _conv_args(what: str, x: Tensor, weight, bias, groups) -> int:
+    """Checks a 2-D convolution's operands (Tensors, 4-D input and weight) and returns its
+    `groups` as an int (a TypeError unless an int >= 1)."""
+    _all_tensors(what, (weight,) if bias is None else (weight, bias))
+    if isinstance(groups, (bool, np.bool_)) or not isinstance(groups, (int, np.integer)) \
+            or groups < 1:
+        raise TypeError(f"{what}'s groups must be an int >= 1, got {groups!r}")
+    if x.ndim != 4 or weight.ndim != 4:
+        raise ShapeError(f"{what} needs 4-D input and weight, got {x.shape} and {weight.shape}")
+    return int(groups)
+
+
+def _single(x, what: str) -> int:
+    """A 1-d window size, stride, dilation or padding: an int or a sequence of one."""
+    if isinstance(x, (tuple, list)) and len(x) == 1:
+        x = x[0]
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"{what} must be an int, got {x!r}"[:200])
+    return int(x)
+
+
+def _conv1d_padding(padding, k: int, stride: int, dilation: int) -> tuple[int, int]:
+    """(left, right) from an int, two ints, "valid" or "same"."""
+    if isinstance(padding, str):
+        return _named_padding(padding, (k,), (stride,), (dilation,), "conv1d")[0]
+    if isinstance(padding, (tuple, list)) and len(padding) == 2:
+        return _width(padding[0], padding), _width(padding[1], padding)
+    p = _single(padding, "conv1d's padding")
+    return p, p
+
+
+def _named_padding(padding: str, ks, strides, dilations, what: str) -> list[tuple[int, int]]:
+    """PyTorch's "valid" (no padding) and "same" (stride 1: each output axis as long as the
+    input's, the odd one of an axis's padding at its end), as (start, end) per axis."""
+    if padding == "valid":
+        return [(0, 0)] * len(ks)
+    if padding != "same":
+        raise ValueError(f"{what}'s padding string must be 'valid' or 'same', got "
+                         f"{padding!r}"[:200])
+    if any(st != 1 for st in strides):
+        raise ValueError(f"{what}'s padding 'same' needs stride 1 (as PyTorch's)")
+    return [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for k, d in zip(ks, dilations)]
 
 
 def _conv_padding(padding) -> tuple[tuple[int, int], tuple[int, int]]:
