@@ -355,3 +355,59 @@ def test_regression_losses(data, shape, reduction, dt):
     np.testing.assert_allclose(l1, _reduce(ad, reduction), rtol=1e-5, atol=1e-5, equal_nan=True)
     with pytest.raises(ValueError, match="delta must be > 0"):
         Tensor(a).huber_loss(Tensor(b), delta=0)
+
+
+def test_16_bit_activations_and_losses_do_not_overflow_in_between():
+    big = np.array([20000.0, 11000.0, -20000.0], np.float16)
+    np.testing.assert_array_equal(Tensor(big).hardswish().numpy(), [20000.0, 11000.0, 0.0])
+    d = Tensor(np.array([300.0, 0.0], np.float16))
+    z = Tensor(np.zeros(2, np.float16))
+    assert d.smooth_l1_loss(z, "none", beta=1000.0).numpy().tolist() == [45.0, 0.0]
+    assert d.huber_loss(z, "none", delta=1000.0).numpy().tolist() == [np.float16(45000.0), 0.0]
+    assert d.mse_loss(z).item() == np.float16(45000.0)  # (the mean fits; the squares do not)
+    huge = Tensor(np.array([1e20], np.float32))
+    np.testing.assert_allclose(huge.smooth_l1_loss(Tensor(np.zeros(1, np.float32)), "none",
+                                                   beta=1e30).numpy(), [5e9], rtol=1e-6)
+
+
+def test_loss_arguments_given_as_numbers_lists_or_arrays_take_the_inputs_dtype_and_device():
+    x = Tensor(np.zeros((2, 3), np.float32))
+    t = Tensor(np.array([0, 1]))
+    assert x.cross_entropy(t, weight=[1.0, 2.0, 3.0]).dtype.np == np.float32
+    p = Tensor(np.full(3, 0.5, np.float32))
+    tg = np.array([0.0, 1.0, 1.0])
+    assert p.binary_cross_entropy(Tensor(tg.astype(np.float32)), weight=2.0).dtype.np == \
+        np.float32
+    assert p.binary_cross_entropy_with_logits(tg.tolist(), pos_weight=2.0).dtype.np == np.float32
+    probs = np.full((2, 3), 1 / 3)  # (an array of probabilities, not of indices)
+    np.testing.assert_allclose(x.cross_entropy(probs).item(), np.log(3), rtol=1e-6)
+    on1 = x.to("CPU:1")
+    assert on1.cross_entropy([0, 1], weight=[1.0, 2.0, 3.0]).device == "CPU:1"
+    assert p.to("CPU:1").binary_cross_entropy([0.0, 1.0, 1.0]).device == "CPU:1"
+
+
+def test_loss_weights_that_would_grow_the_input_are_refused():
+    p = Tensor(np.array([0.1, 0.5, 0.9], np.float32))
+    t = Tensor(np.array([0.0, 1.0, 1.0], np.float32))
+    with pytest.raises(ShapeError, match=r"weight of shape \(2, 3\) does not broadcast"):
+        p.binary_cross_entropy(t, weight=Tensor(np.ones((2, 3), np.float32)))
+    with pytest.raises(ShapeError, match="pos_weight of shape"):
+        p.binary_cross_entropy_with_logits(t, pos_weight=Tensor(np.ones((2, 3), np.float32)))
+    with pytest.raises(ShapeError, match=r"weight of shape \(4,\)"):
+        p.binary_cross_entropy_with_logits(t, weight=Tensor(np.ones(4, np.float32)))
+    for w in (Tensor(np.ones(1, np.float32)), 2.0, [1.0, 2.0, 3.0]):
+        ok = p.binary_cross_entropy_with_logits(t, weight=w, reduction="none")
+        assert ok.shape == (3,)
+
+
+def test_more_argument_spellings_and_checks():
+    a = Tensor(np.array([-2.0, 3.0], np.float32))
+    np.testing.assert_array_equal(a.leaky_relu(negative_slope=0.5).numpy(), [-1.0, 3.0])
+    with pytest.raises(ValueError, match="beta must be >= 0, got nan"):
+        a.smooth_l1_loss(a, beta=float("nan"))
+    with pytest.raises(TypeError, match="delta must be a number"):
+        a.huber_loss(a, delta="1")
+    x = Tensor(np.zeros((2, 3), np.float32))
+    wrapped = Tensor(np.array([0, 2**64 - 1], np.uint64))  # (no int64: never -1, never ignored)
+    with pytest.raises(IndexError):
+        x.cross_entropy(wrapped, ignore_index=-1).numpy()

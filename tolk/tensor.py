@@ -466,15 +466,40 @@ def _reduce_loss(loss: Tensor, reduction: str, weights: Tensor | None = None) ->
     return loss.mean() if weights is None else loss.sum() / weights.sum()
 
 
-def _as_tensor(x, dtype: DType) -> Tensor:
-    """`x` (a tensor, array, list or number) as a tensor of float `dtype` (a float tensor keeps
-    its dtype)."""
-    t = x if isinstance(x, Tensor) else Tensor(np.asarray(x))
-    return t if t.dtype.is_float else t.cast(dtype)
+def _as_tensor(x, like: Tensor) -> Tensor:
+    """`x` as a float tensor next to `like`: a float tensor as it is, an int or bool one cast
+    to `like`'s dtype, an array, list or number made a tensor of that dtype on its device."""
+    if isinstance(x, Tensor):
+        return x if x.dtype.is_float else x.cast(like.dtype)
+    return Tensor(np.asarray(x), device=like.device).cast(like.dtype)
+
+
+def _loss_param(v, what: str, low: float | None) -> float:
+    """A loss's real parameter: >= `low` (None: > 0), not nan (a ValueError naming it)."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                             np.floating)):
+        raise TypeError(f"{what} must be a number, got {v!r}"[:200])
+    v = float(v)
+    if not (v >= low if low is not None else v > 0):
+        raise ValueError(f"{what} must be {'>= 0' if low is not None else '> 0'}, got {v!r}")
+    return v
+
+
+def _loss_weight(w, x: Tensor, what: str) -> Tensor:
+    """A weight broadcast against input `x` without growing it (a ShapeError naming it)."""
+    w = _as_tensor(w, x)
+    try:
+        grown = _broadcast_shape(w.shape, x.shape) != x.shape
+    except ShapeError:
+        grown = True
+    if grown:
+        raise ShapeError(f"{what} of shape {w.shape} does not broadcast to the input's shape "
+                         f"{x.shape}")
+    return w
 
 
 def _same_shape_target(target, x: Tensor, name: str) -> Tensor:
-    t = _as_tensor(target, x.dtype)
+    t = _as_tensor(target, x)
     if t.shape != x.shape:
         raise ShapeError(f"{name} of input {x.shape} with target {t.shape}: the shapes must "
                          "be equal")
@@ -488,7 +513,7 @@ def _loss_difference(x: Tensor, target) -> Tensor:
 
 def _class_weight(weight, x: Tensor, axis: int, name: str) -> Tensor:
     """`weight`, a 1-d tensor of one float per class, shaped to broadcast along `axis`."""
-    w = _as_tensor(weight, x.dtype)
+    w = _as_tensor(weight, x)
     if w.shape != (x.shape[axis],):
         raise ShapeError(f"{name}'s weight must have one value per class, shape "
                          f"({x.shape[axis]},), got {w.shape}")
@@ -504,7 +529,7 @@ def _picked_nll(logp: Tensor, target, weight, ignore_index, name: str):
         raise ShapeError(f"{name} needs log-probabilities with a class axis, got a 0-d tensor")
     axis = 1 if logp.ndim >= 2 else 0
     if not isinstance(target, Tensor):
-        target = Tensor(np.asarray(target))
+        target = Tensor(np.asarray(target), device=logp.device)
     if target.dtype.is_float or target.dtype is dtypes.bool:
         raise TypeError(f"{name}'s target must hold class indices (an integer tensor), got "
                         f"{target.dtype.name}")
@@ -523,6 +548,9 @@ def _picked_nll(logp: Tensor, target, weight, ignore_index, name: str):
     ignored = t == ignore_index
     start = Tensor.arange(count, dtype=dtypes.int64, device=logp.device) * classes
     inside = (t >= 0) & (t < classes)
+    if target.dtype is dtypes.uint64:  # (past int64's range: out of range, never ignored)
+        wrapped = (target > 2**63 - 1).reshape(count)
+        ignored, inside = ignored & ~wrapped, inside & ~wrapped
     at = ignored.where(start, inside.where(start + t, count * classes))
     flat = (logp.moveaxis(axis, -1) if axis else logp).reshape(count * classes)
     nll = -flat.gather(at)
@@ -1587,10 +1615,15 @@ class Tensor:
         """``1 - erf(x)``, accurate where erf(x) is near 1 (Python's ``math.erfc``)."""
         return self._unary(Ops.ERFC)
 
-    # -- activations: PyTorch's definitions; ints and bools in float32 --------------------------
+    # -- activations: PyTorch's definitions; ints and bools in float32, 16-bit floats computed
+    # in float32 and rounded once -----------------------------------------------------------
 
-    def leaky_relu(self, neg_slope: float = 0.01) -> Tensor:
-        """x where x > 0, else ``neg_slope * x``."""
+    @_half_in_float32
+    def leaky_relu(self, neg_slope: float = 0.01, *, negative_slope: float | None = None
+                   ) -> Tensor:
+        """x where x > 0, else ``neg_slope * x`` (PyTorch's ``negative_slope`` too)."""
+        if negative_slope is not None:
+            neg_slope = negative_slope
         x = self._float()
         return (x > 0).where(x, x * neg_slope)
 
@@ -1608,6 +1641,7 @@ class Tensor:
         x = self._float()
         return (x > 0).where(x, (x / alpha).expm1() * alpha)
 
+    @_half_in_float32
     def selu(self) -> Tensor:
         """``scale * elu(x, alpha)`` with the self-normalizing constants."""
         return self.elu(_SELU_ALPHA) * _SELU_SCALE
@@ -1646,20 +1680,24 @@ class Tensor:
             raise TypeError("hardtanh of a bool tensor: cast it to a number first")
         return self.clip(min_val, max_val)
 
+    @_half_in_float32
     def hardsigmoid(self) -> Tensor:
         """``relu6(x + 3) / 6``."""
         return (self._float() + 3).relu6() / 6
 
+    @_half_in_float32
     def hardswish(self) -> Tensor:
-        """``x * relu6(x + 3) / 6``."""
+        """``x * relu6(x + 3) / 6``, as ``x * hardsigmoid(x)`` (no overflow for large x)."""
         x = self._float()
-        return x * (x + 3).relu6() / 6
+        return x * x.hardsigmoid()
 
+    @_half_in_float32
     def softsign(self) -> Tensor:
         """``x / (1 + |x|)``."""
         x = self._float()
         return x / (x.abs() + 1)
 
+    @_half_in_float32
     def quick_gelu(self) -> Tensor:
         """``x * sigmoid(1.702 * x)``, CLIP's approximation of gelu."""
         x = self._float()
@@ -2238,6 +2276,8 @@ class Tensor:
         axis = 1 if x.ndim >= 2 else 0
         logp = x.log_softmax(axis)
         classes = x.shape[axis]
+        if not isinstance(target, Tensor):  # (an array of probabilities or of indices)
+            target = Tensor(np.asarray(target), device=x.device)
         wc = None if weight is None else _class_weight(weight, x, axis, "cross_entropy")
         if isinstance(target, Tensor) and target.dtype.is_float:
             if ignore_index != -100:
@@ -2268,7 +2308,7 @@ class Tensor:
         t = _same_shape_target(target, p, "binary_cross_entropy")
         loss = (t - 1) * (-p).log1p().maximum(-100) - t * p.log().maximum(-100)
         if weight is not None:
-            loss = loss * _as_tensor(weight, p.dtype)
+            loss = loss * _loss_weight(weight, p, "binary_cross_entropy's weight")
         return _reduce_loss(loss, reduction)
 
     @_half_in_float32
@@ -2283,41 +2323,47 @@ class Tensor:
         t = _same_shape_target(target, x, "binary_cross_entropy_with_logits")
         soft = (-x.abs()).exp().log1p() + (-x).maximum(0)
         if pos_weight is not None:
-            soft = soft * ((_as_tensor(pos_weight, x.dtype) - 1) * t + 1)
+            pw = _loss_weight(pos_weight, x, "binary_cross_entropy_with_logits's pos_weight")
+            soft = soft * ((pw - 1) * t + 1)
         loss = (1 - t) * x + soft
         if weight is not None:
-            loss = loss * _as_tensor(weight, x.dtype)
+            loss = loss * _loss_weight(weight, x, "binary_cross_entropy_with_logits's weight")
         return _reduce_loss(loss, reduction)
 
+    @_half_in_float32
     def mse_loss(self, target, reduction: str = "mean") -> Tensor:
         """``(self - target) ** 2`` (broadcast; ints in float32)."""
         _check_reduction(reduction, "mse_loss")
         return _reduce_loss(_loss_difference(self, target).square(), reduction)
 
+    @_half_in_float32
     def l1_loss(self, target, reduction: str = "mean") -> Tensor:
         """``|self - target|`` (broadcast; ints in float32)."""
         _check_reduction(reduction, "l1_loss")
         return _reduce_loss(_loss_difference(self, target).abs(), reduction)
 
+    @_half_in_float32
     def smooth_l1_loss(self, target, reduction: str = "mean", beta: float = 1.0) -> Tensor:
         """``0.5 * d**2 / beta`` where ``d = |self - target| < beta``, else ``d - 0.5 * beta``
-        (the l1 loss for beta 0; a negative beta is a ValueError)."""
+        (the l1 loss for beta 0; a negative or nan beta is a ValueError). 16-bit floats in
+        float32, rounded once."""
         _check_reduction(reduction, "smooth_l1_loss")
-        if beta < 0:
-            raise ValueError(f"smooth_l1_loss's beta must be >= 0, got {beta!r}")
+        beta = _loss_param(beta, "smooth_l1_loss's beta", 0.0)
         d = _loss_difference(self, target).abs()
         if beta == 0:
             return _reduce_loss(d, reduction)
-        return _reduce_loss((d < beta).where(d * d * (0.5 / beta), d - 0.5 * beta), reduction)
+        return _reduce_loss((d < beta).where(d * (d / beta) * 0.5, d - 0.5 * beta), reduction)
 
+    @_half_in_float32
     def huber_loss(self, target, reduction: str = "mean", delta: float = 1.0) -> Tensor:
         """``0.5 * d**2`` where ``d = |self - target| <= delta``, else
-        ``delta * (d - 0.5 * delta)`` (delta must be > 0)."""
+        ``delta * (d - 0.5 * delta)`` (delta must be > 0). 16-bit floats in float32, rounded
+        once."""
         _check_reduction(reduction, "huber_loss")
-        if not delta > 0:
-            raise ValueError(f"huber_loss's delta must be > 0, got {delta!r}")
+        delta = _loss_param(delta, "huber_loss's delta", None)
         d = _loss_difference(self, target).abs()
-        return _reduce_loss((d <= delta).where(d * d * 0.5, (d - 0.5 * delta) * delta), reduction)
+        return _reduce_loss((d <= delta).where(d * (d * 0.5), (d - 0.5 * delta) * delta),
+                            reduction)
 
     def one_hot(self, num_classes: int) -> Tensor:
         """``(..., num_classes)``: 1 where the last index equals this integer tensor's value,
