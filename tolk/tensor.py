@@ -448,6 +448,42 @@ def _half_in_float32(method):
     return wrapper
 
 
+def _channel_values(t, x: Tensor, c, what: str) -> Tensor:
+    """`t`, C values of a per-channel statistic or parameter, as a float tensor."""
+    t = _as_tensor(t, x)
+    if t.shape != (c,):
+        raise ShapeError(f"{what} must have one value per channel, shape ({c},), got {t.shape}")
+    return t
+
+
+def _normalized(x: Tensor, axes: tuple[int, ...], eps: float) -> Tensor:
+    """`x` minus its mean over `axes`, over the square root of its biased variance + eps."""
+    y = x - x.mean(axes, keepdim=True)
+    return y * ((y * y).mean(axes, keepdim=True) + eps).rsqrt()
+
+
+def _trailing_axes(x: Tensor, normalized_shape, what: str) -> tuple[int, ...]:
+    """The last axes of `x` that `normalized_shape` (an int or sizes) names."""
+    dims = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) \
+        else tuple(normalized_shape)
+    if not dims or len(dims) > x.ndim or tuple(x.shape[x.ndim - len(dims):]) != dims:
+        raise ShapeError(f"{what}'s normalized_shape {normalized_shape!r} must be the last "
+                         f"axes of the input's shape {x.shape}"[:300])
+    return tuple(range(x.ndim - len(dims), x.ndim))
+
+
+def _affine(y: Tensor, weight, bias, want: tuple, view: tuple, what: str) -> Tensor:
+    """``y * weight + bias``, each (when given) of shape `want`, broadcast as `view`."""
+    for t, name in ((weight, "weight"), (bias, "bias")):
+        if t is None:
+            continue
+        t = _as_tensor(t, y)
+        if t.shape != want:
+            raise ShapeError(f"{what}'s {name} must have shape {want}, got {t.shape}")
+        y = y * t.reshape(view) if name == "weight" else y + t.reshape(view)
+    return y
+
+
 _REDUCTIONS = ("mean", "sum", "none")
 
 
@@ -2241,6 +2277,141 @@ class Tensor:
         """Whether each element is finite (not inf, not nan), a bool tensor."""
         return (self == self) & (self.abs() != float("inf"))
 
+    # -- attention, dropout and normalizations: PyTorch's definitions and arguments ------------
+
+    def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask=None,
+                                     dropout_p: float = 0.0, is_causal: bool = False,
+                                     scale: float | None = None) -> Tensor:
+        """``softmax(self @ key.T * scale + mask) @ value`` over the last two axes (queries
+        (..., L, E), keys (..., S, E), values (..., S, Ev); batch axes broadcast), scale
+        ``1 / sqrt(E)`` unless given. `attn_mask`: bool (True where a query may attend; a row
+        with none gives nan, as PyTorch's) or float (added to the scores), broadcast to
+        (..., L, S); `is_causal`: query i attends to keys 0..i (not with a mask). `dropout_p`
+        drops attention weights as `dropout` does (training)."""
+        _all_tensors("scaled_dot_product_attention", (key, value))
+        q = self._float()
+        if min(q.ndim, key.ndim, value.ndim) < 2:
+            raise ShapeError(f"scaled_dot_product_attention needs queries, keys and values of at "
+                             f"least 2 axes, got {q.shape}, {key.shape}, {value.shape}")
+        if q.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
+            raise ShapeError(f"scaled_dot_product_attention: queries {q.shape}, keys "
+                             f"{key.shape} and values {value.shape} must agree on E (the last "
+                             "axis of queries and keys) and S (the keys' and values' rows)")
+        dim = q.shape[-1]
+        if scale is None:
+            scale = 1.0 / math.sqrt(dim) if isinstance(dim, int) and dim else 1.0
+        scores = (q @ key._float().transpose(-2, -1)) * scale
+        if is_causal:
+            if attn_mask is not None:
+                raise ValueError("scaled_dot_product_attention takes attn_mask or is_causal, "
+                                 "not both (as PyTorch)")
+            attn_mask = Tensor.ones(*scores.shape[-2:], dtype=dtypes.bool,
+                                    device=scores.device).tril(0)
+        if attn_mask is not None:
+            if not isinstance(attn_mask, Tensor):
+                attn_mask = Tensor(np.asarray(attn_mask), device=scores.device)
+            if attn_mask.dtype is dtypes.bool:
+                scores = attn_mask.where(scores, -math.inf)
+            else:
+                scores = scores + attn_mask
+        weights = scores.softmax(-1)
+        if dropout_p:
+            weights = weights.dropout(dropout_p)
+        return weights @ value._float()
+
+    def dropout(self, p: float = 0.5, training: bool = True) -> Tensor:
+        """Each element zeroed with probability `p`, the others scaled by ``1 / (1 - p)``
+        (PyTorch's; ``Tensor.manual_seed`` makes it repeatable); itself when not `training`
+        or p is 0, zeros when p is 1."""
+        p = float(p)
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout's p must be in [0, 1], got {p!r}")
+        if not training or p == 0.0:
+            return self
+        if p == 1.0:
+            return self * 0
+        keep = Tensor.rand(*self.shape, device=self.device) >= p
+        return keep.where(self._float() / (1 - p), 0)
+
+    @_half_in_float32
+    def batch_norm(self, running_mean=None, running_var=None, weight=None, bias=None,
+                   training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+        """PyTorch's batch normalization over axis 1 (channels) of (N, C, ...):
+        ``(x - mean) / sqrt(var + eps) * weight + bias``. Not `training`: the running
+        statistics (tensors of C values). `training`: the batch's mean and biased variance
+        over every axis but 1, and the running statistics, when given, updated in place
+        (assigned: ``(1 - momentum) * running + momentum * batch``, the variance unbiased).
+        16-bit floats are normalized in float32."""
+        if self.ndim < 2:
+            raise ShapeError(f"batch_norm needs (N, C, ...) input, got shape {self.shape}")
+        x = self._float()
+        c = x.shape[1]
+        shape = tuple(c if a == 1 else 1 for a in range(x.ndim))
+        stats = [None if t is None else _channel_values(t, x, c, f"batch_norm's {name}")
+                 for t, name in ((running_mean, "running_mean"), (running_var, "running_var"),
+                                 (weight, "weight"), (bias, "bias"))]
+        axes = tuple(a for a in range(x.ndim) if a != 1)
+        if training:
+            n = x.numel() // c if c else 0
+            if n <= 1:
+                raise ValueError(f"batch_norm in training needs more than one value per "
+                                 f"channel, got input of shape {x.shape}")
+            mean = x.mean(axes)
+            var = ((x - mean.reshape(shape)) ** 2).mean(axes)
+            for run, batch in ((running_mean, mean), (running_var, var * (n / (n - 1)))):
+                if isinstance(run, Tensor):
+                    run.assign((run * (1 - momentum) + batch * momentum).cast(run.dtype))
+        else:
+            if stats[0] is None or stats[1] is None:
+                raise ValueError("batch_norm outside training needs running_mean and "
+                                 "running_var")
+            mean, var = stats[0], stats[1]
+        y = (x - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
+        if stats[2] is not None:
+            y = y * stats[2].reshape(shape)
+        return y if stats[3] is None else y + stats[3].reshape(shape)
+
+    @_half_in_float32
+    def group_norm(self, num_groups: int, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+        """PyTorch's group normalization of (N, C, ...): the channels in `num_groups` groups,
+        each normalized over its channels and the other axes (biased variance), then
+        ``* weight + bias`` per channel."""
+        num_groups = int_arg(num_groups, "group_norm's num_groups")
+        if self.ndim < 2 or num_groups < 1 or self.shape[1] % num_groups:
+            raise ShapeError(f"group_norm of shape {self.shape}: the channels (axis 1) must "
+                             f"divide into {num_groups} groups")
+        x = self._float()
+        n, c = x.shape[:2]
+        g = x.reshape(n, num_groups, -1) if x.numel() else x.reshape(n, num_groups, 0)
+        y = _normalized(g, (2,), eps).reshape(x.shape)
+        view = tuple(c if a == 1 else 1 for a in range(x.ndim))
+        return _affine(y, weight, bias, (c,), view, "group_norm")
+
+    @_half_in_float32
+    def layer_norm(self, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+        """PyTorch's layer normalization over the last axes, `normalized_shape` (an int or a
+        tuple, those axes' sizes; biased variance), then ``* weight + bias`` (tensors of
+        that shape). `layernorm` is tinygrad's spelling (one axis, no affine)."""
+        axes = _trailing_axes(self, normalized_shape, "layer_norm")
+        y = _normalized(self._float(), axes, eps)
+        want = tuple(self.shape[axes[0]:])
+        return _affine(y, weight, bias, want, want, "layer_norm")
+
+    def rms_norm(self, normalized_shape, weight=None, eps: float | None = None) -> Tensor:
+        """PyTorch's RMS normalization over the last axes: ``x / sqrt(mean(x**2) + eps) *
+        weight``; eps by default the machine epsilon of this tensor's dtype. 16-bit floats in
+        float32, rounded once."""
+        axes = _trailing_axes(self, normalized_shape, "rms_norm")
+        x = self._float()
+        if eps is None:
+            eps = float(np.finfo(np.float32 if x.dtype is dtypes.bfloat16 else x.dtype.np).eps)
+            if x.dtype is dtypes.bfloat16:
+                eps = 2.0 ** -7
+        wide = x.cast(dtypes.float32) if x.dtype.itemsize == 2 else x
+        y = wide * ((wide * wide).mean(axes, keepdim=True) + eps).rsqrt()
+        want = tuple(self.shape[axes[0]:])
+        return _affine(y, weight, None, want, want, "rms_norm").cast(x.dtype)
+
     # -- losses: PyTorch's definitions and arguments (reduction "mean", "sum" or "none") ------
 
     @_half_in_float32
@@ -2670,9 +2841,14 @@ class Tensor:
                 raise ShapeError(f"cannot expand {self.shape} to {shape}")
         return x if new == x.shape else x._mov(Ops.EXPAND, new)
 
-    def pad(self, padding, value: Scalar = 0) -> Tensor:
+    def pad(self, padding, value: Scalar = 0, mode: str = "constant") -> Tensor:
         """Pad with `value`: ``padding`` is ``((before, after), ...)`` per axis (None = no pad),
-        or a flat tuple of ints in PyTorch order (last axis first). The result keeps this
+        or a flat tuple of ints in PyTorch order (last axis first). `mode` other than
+        "constant" pads with the tensor's own values, as ``np.pad``'s modes: "reflect"
+        (mirrored about the edge value), "symmetric" (mirrored, the edge value repeated),
+        "edge" (PyTorch's "replicate") and "wrap" ("circular"); widths past an axis's size
+        repeat the pattern (numpy's; PyTorch refuses them), widths must be >= 0 and an empty
+        axis cannot be padded so (ValueErrors, numpy's). The result keeps this
         tensor's dtype, `value` cast to it as ``Tensor.full`` casts (7.5 pads an int tensor
         with 7, as ``np.pad``; a value outside the dtype's range, -2 for uint8 say, is a
         ValueError, numpy 2's rule for a Python int next to an array, where ``np.pad`` wraps
@@ -2680,7 +2856,42 @@ class Tensor:
         is a new tensor, not a view: writes into it stay in it, and later writes into this
         tensor do not reach it (it is computed lazily: no copy is made unless one of them is
         written)."""
+        if mode != "constant":
+            return self._pad_from_values(padding, mode)
         return self._pad(padding, value)._copy()
+
+    def _pad_from_values(self, padding, mode) -> Tensor:
+        kinds = {"reflect": "reflect", "symmetric": "symmetric", "edge": "edge",
+                 "replicate": "edge", "wrap": "wrap", "circular": "wrap"}
+        if mode not in kinds:
+            raise ValueError(f"pad's mode must be 'constant', 'reflect', 'symmetric', 'edge' "
+                             f"('replicate') or 'wrap' ('circular'), got {mode!r}"[:200])
+        pads = _pad_arg(padding, self.ndim)
+        x = self
+        for axis, (before, after) in enumerate(pads):
+            if not before and not after:
+                continue
+            if before < 0 or after < 0:
+                raise ValueError(f"pad in mode {mode!r} takes widths >= 0, got "
+                                 f"{(before, after)} for axis {axis}")
+            _static_dims(x, "pad", (axis,))
+            n = x.shape[axis]
+            if n == 0:
+                raise ValueError(f"pad in mode {mode!r} cannot extend the empty axis {axis} "
+                                 f"(shape {x.shape})")
+            pieces = []
+            for start, length, step in _index_runs(_pad_positions(n, before, after, kinds[mode])):
+                lo = start if step >= 0 else start - length + 1
+                piece = x.shrink(tuple((lo, lo + (1 if step == 0 else length)) if a == axis
+                                       else None for a in range(x.ndim)))
+                if step < 0:
+                    piece = piece.flip(axis)
+                elif step == 0 and length > 1:
+                    piece = piece.expand(tuple(length if a == axis else d
+                                               for a, d in enumerate(x.shape)))
+                pieces.append(piece)
+            x = Tensor.cat(pieces, dim=axis) if len(pieces) > 1 else pieces[0]
+        return x if x is not self else self._copy()
 
     def _pad(self, padding, value: Scalar = 0) -> Tensor:
         """`pad`, as a view where `value` is 0 (internal: a strided slice is one)."""
@@ -3791,6 +4002,40 @@ def _pad_arg(padding, ndim: int) -> tuple[tuple[int, int], ...]:
     _check_pairs("pad", padding)
     return tuple((0, 0) if p is None else (_width(p[0], padding), _width(p[1], padding))
                  for p in padding)
+
+
+def _pad_positions(n: int, before: int, after: int, kind: str) -> np.ndarray:
+    """For each position of an axis of size `n` padded by `before` and `after`: the index of
+    the value it takes, as numpy's pad modes choose it."""
+    i = np.arange(-before, n + after)
+    if kind == "edge":
+        return np.clip(i, 0, n - 1)
+    if kind == "wrap":
+        return i % n
+    if kind == "symmetric":
+        j = i % (2 * n)
+        return np.where(j < n, j, 2 * n - 1 - j)
+    if n == 1:  # (reflect about the one value: itself)
+        return np.zeros_like(i)
+    j = i % (2 * n - 2)
+    return np.where(j < n, j, 2 * n - 2 - j)
+
+
+def _index_runs(idx: np.ndarray) -> list[tuple[int, int, int]]:
+    """`idx` as runs ``(first index, length, step)`` with step 1, -1 or 0 (a repeated index)."""
+    runs: list[list[int]] = []
+    for v in idx.tolist():
+        if runs:
+            first, length, step = runs[-1]
+            last = first + (length - 1) * step
+            if length == 1 and abs(v - last) <= 1:
+                runs[-1] = [first, 2, v - last]
+                continue
+            if length > 1 and v - last == step:
+                runs[-1][1] += 1
+                continue
+        runs.append([v, 1, 1])
+    return [(f, n, st) for f, n, st in runs]
 
 
 def _width(w, what) -> int:

@@ -1,0 +1,196 @@
+"""pad's modes, scaled_dot_product_attention, dropout and the normalizations (batch, group,
+layer, RMS) against numpy references written from PyTorch's and numpy's definitions, on random
+shapes and values (hypothesis; TOLK_THOROUGH=1 for many more examples)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tensor_strategies import ALL, array_and_dtype, arrays, cases, shapes
+from tolk.dtype import dtypes
+from tolk.errors import ShapeError
+from tolk.tensor import Tensor
+
+NUMPY_MODE = {"reflect": "reflect", "symmetric": "symmetric", "edge": "edge",
+              "replicate": "edge", "wrap": "wrap", "circular": "wrap"}
+
+
+@cases()
+@given(array_and_dtype(dtype_strategy=st.sampled_from(ALL),
+                      shape_strategy=shapes(min_dims=1, max_dims=3)),
+       st.sampled_from(sorted(NUMPY_MODE)), st.data())
+def test_pad_modes_are_numpys(a, mode, data):
+    pads = tuple((data.draw(st.integers(0, 7)), data.draw(st.integers(0, 7))) if n else (0, 0)
+                 for n in a.shape)
+    want = np.pad(a, pads, mode=NUMPY_MODE[mode])
+    got = Tensor(a).pad(pads, mode=mode)
+    assert got.dtype.np == a.dtype
+    np.testing.assert_array_equal(got.numpy(), want)
+    flat = tuple(w for p in pads[::-1] for w in p)  # (a reversed view, PyTorch's flat widths)
+    np.testing.assert_array_equal(Tensor(a)[::-1].pad(flat, mode=mode).numpy(),
+                                  np.pad(a[::-1], pads, mode=NUMPY_MODE[mode]))
+
+
+def test_pad_modes_refuse_what_numpy_refuses_and_make_a_new_tensor():
+    x = Tensor(np.arange(6.0).reshape(2, 3))
+    with pytest.raises(ValueError, match="mode must be 'constant', 'reflect'"):
+        x.pad(((1, 1), (0, 0)), mode="mean")
+    with pytest.raises(ValueError, match="widths >= 0"):
+        x.pad(((-1, 0), (0, 0)), mode="edge")
+    with pytest.raises(ValueError, match="cannot extend the empty axis 1"):
+        Tensor(np.zeros((2, 0))).pad(((0, 0), (1, 1)), mode="wrap")
+    same = x.pad(((0, 0), (0, 0)), mode="reflect")
+    assert same is not x
+    np.testing.assert_array_equal(same.numpy(), np.arange(6.0).reshape(2, 3))
+
+
+def ref_attention(q, k, v, mask=None, causal=False, scale=None):
+    s = q @ np.swapaxes(k, -1, -2) * (1 / np.sqrt(q.shape[-1]) if scale is None else scale)
+    if causal:
+        mask = np.tril(np.ones((q.shape[-2], k.shape[-2]), bool))
+    if mask is not None:
+        s = np.where(mask, s, -np.inf) if mask.dtype == bool else s + mask
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True) @ v
+
+
+@cases()
+@given(st.data())
+def test_scaled_dot_product_attention_matches_its_definition(data):
+    batch = data.draw(st.sampled_from([(), (2,), (2, 3)]))
+    n_q, n_k, e, ev = (data.draw(st.integers(1, 5)) for _ in range(4))
+    dt = data.draw(st.sampled_from([np.float32, np.float64]))
+    q = data.draw(arrays(dt, batch + (n_q, e), small=True))
+    k = data.draw(arrays(dt, batch[-1:] + (n_k, e), small=True))  # (batch axes broadcast)
+    v = data.draw(arrays(dt, (n_k, ev), small=True))
+    kind = data.draw(st.sampled_from(["none", "bool", "float", "causal"]))
+    mask = None
+    if kind == "bool":
+        mask = data.draw(arrays(np.bool_, (n_q, n_k)))
+        mask[:, 0] = True  # (every query attends somewhere)
+    elif kind == "float":
+        mask = data.draw(arrays(dt, (n_q, n_k), small=True))
+    scale = data.draw(st.none() | st.floats(0.1, 2.0))
+    got = Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), None if mask is None
+                                                 else Tensor(mask), is_causal=kind == "causal",
+                                                 scale=scale)
+    want = ref_attention(q.astype(np.float64), k, v, mask, kind == "causal", scale)
+    assert got.dtype.np == dt and got.shape == want.shape
+    tol = 1e-4 if dt == np.float32 else 1e-10
+    np.testing.assert_allclose(got.numpy(), want, rtol=tol, atol=tol)
+
+
+def test_attention_edge_cases():
+    q = Tensor(np.ones((2, 4), np.float16))
+    k = Tensor(np.ones((3, 4), np.float16))
+    v = Tensor(np.arange(6, dtype=np.float16).reshape(3, 2))
+    out = q.scaled_dot_product_attention(k, v)
+    assert out.dtype is dtypes.float16
+    np.testing.assert_allclose(out.numpy(), [[2, 3], [2, 3]])
+    none = np.zeros((2, 3), bool)
+    assert np.isnan(q.scaled_dot_product_attention(k, v, Tensor(none)).numpy()).all()
+    with pytest.raises(ValueError, match="not both"):
+        q.scaled_dot_product_attention(k, v, Tensor(none), is_causal=True)
+    with pytest.raises(ShapeError, match="must agree on E"):
+        q.scaled_dot_product_attention(Tensor(np.ones((3, 5))), v)
+
+
+def test_dropout_keeps_the_expected_share_scaled_and_repeats_with_a_seed():
+    x = Tensor(np.full(20000, 2.0, np.float32))
+    Tensor.manual_seed(7)
+    a = x.dropout(0.25).numpy()
+    assert set(np.unique(a).tolist()) <= {0.0, np.float32(2.0) / np.float32(0.75)}
+    assert abs((a == 0).mean() - 0.25) < 0.02
+    Tensor.manual_seed(7)
+    np.testing.assert_array_equal(x.dropout(0.25).numpy(), a)
+    assert x.dropout(0.25, training=False) is x and x.dropout(0.0) is x
+    assert (x.dropout(1.0).numpy() == 0).all()
+    with pytest.raises(ValueError, match=r"p must be in \[0, 1\]"):
+        x.dropout(1.5)
+
+
+def _norm(x, axes, eps):
+    return (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + eps)
+
+
+@cases()
+@given(st.data(), st.sampled_from([np.float32, np.float64, np.float16]))
+def test_batch_norm_in_both_modes(data, dt):
+    shape = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 4))) + \
+        tuple(data.draw(st.lists(st.integers(1, 3), max_size=2)))
+    c = shape[1]
+    x = data.draw(arrays(dt, shape, small=True))
+    rm = data.draw(arrays(np.float32, (c,), small=True))
+    rv = np.abs(data.draw(arrays(np.float32, (c,), small=True))) + 0.5
+    w, b = data.draw(arrays(np.float32, (c,), small=True)), data.draw(arrays(np.float32, (c,)))
+    view = (1, c) + (1,) * (len(shape) - 2)
+    xf = x.astype(np.float64)
+    got = Tensor(x).batch_norm(Tensor(rm), Tensor(rv), Tensor(w), Tensor(b), eps=1e-3)
+    want = (xf - rm.reshape(view)) / np.sqrt(rv.reshape(view) + 1e-3) * w.reshape(view) \
+        + b.reshape(view)
+    tol = 2e-2 if dt == np.float16 else 1e-4
+    assert got.dtype.np == dt
+    np.testing.assert_allclose(got.numpy(), want, rtol=tol, atol=tol)
+    axes = tuple(a for a in range(len(shape)) if a != 1)
+    n = x.size // c
+    if n < 2:
+        with pytest.raises(ValueError, match="more than one value per channel"):
+            Tensor(x).batch_norm(Tensor(rm), Tensor(rv), training=True)
+        return
+    run_m, run_v = Tensor(rm.copy()).realize(), Tensor(rv.copy()).realize()
+    got = Tensor(x).batch_norm(run_m, run_v, training=True, momentum=0.3)
+    np.testing.assert_allclose(got.numpy(), _norm(xf, axes, 1e-5), rtol=tol, atol=tol)
+    np.testing.assert_allclose(run_m.numpy(), 0.7 * rm + 0.3 * xf.mean(axes), rtol=1e-3,
+                               atol=1e-3)
+    np.testing.assert_allclose(run_v.numpy(), 0.7 * rv + 0.3 * xf.var(axes, ddof=1), rtol=1e-3,
+                               atol=1e-3)
+
+
+@cases()
+@given(st.data(), st.sampled_from([np.float32, np.float64]))
+def test_group_layer_and_rms_norms(data, dt):
+    groups = data.draw(st.integers(1, 3))
+    shape = (data.draw(st.integers(1, 2)), groups * data.draw(st.integers(1, 2))) + \
+        tuple(data.draw(st.lists(st.integers(1, 3), max_size=2)))
+    x = data.draw(arrays(dt, shape, small=True))
+    xf = x.astype(np.float64)
+    c = shape[1]
+    w, b = data.draw(arrays(dt, (c,), small=True)), data.draw(arrays(dt, (c,), small=True))
+    view = (1, c) + (1,) * (len(shape) - 2)
+    g = xf.reshape(shape[0], groups, -1)
+    want = (g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)
+    want = want.reshape(shape) * w.reshape(view) + b.reshape(view)
+    tol = {"rtol": 1e-3, "atol": 1e-3} if dt == np.float32 else {"rtol": 1e-9, "atol": 1e-9}
+    got = Tensor(x).group_norm(groups, Tensor(w), Tensor(b))
+    np.testing.assert_allclose(got.numpy(), want, **tol)
+    k = data.draw(st.integers(1, len(shape)))
+    norm_shape = shape[len(shape) - k:]
+    lw = data.draw(arrays(dt, norm_shape, small=True))
+    axes = tuple(range(len(shape) - k, len(shape)))
+    got = Tensor(x).layer_norm(norm_shape, Tensor(lw), None, eps=1e-4)
+    np.testing.assert_allclose(got.numpy(), _norm(xf, axes, 1e-4) * lw, **tol)
+    eps = float(np.finfo(dt).eps)
+    got = Tensor(x).rms_norm(norm_shape, Tensor(lw))
+    want = xf / np.sqrt((xf * xf).mean(axes, keepdims=True) + eps) * lw
+    np.testing.assert_allclose(got.numpy(), want, **tol)
+
+
+def test_normalization_arguments_are_checked():
+    x = Tensor(np.ones((2, 4, 3), np.float32))
+    cases_ = [(lambda: x.group_norm(3), ShapeError, "divide into 3 groups"),
+              (lambda: x.group_norm(2, Tensor(np.ones(3))), ShapeError, r"shape \(4,\)"),
+              (lambda: x.layer_norm(4), ShapeError, "last axes of the input"),
+              (lambda: x.layer_norm(3, Tensor(np.ones(4))), ShapeError, r"shape \(3,\)"),
+              (lambda: x.rms_norm((4, 2)), ShapeError, "last axes"),
+              (lambda: x.batch_norm(), ValueError, "needs running_mean and running_var"),
+              (lambda: x.batch_norm(Tensor(np.ones(3)), Tensor(np.ones(4))), ShapeError,
+               r"running_mean must have one value per channel, shape \(4,\)"),
+              (lambda: Tensor(np.ones(3)).batch_norm(), ShapeError, r"\(N, C, \.\.\.\)")]
+    for call, err, msg in cases_:
+        with pytest.raises(err, match=msg):
+            call()
+    half = Tensor(np.arange(8, dtype=np.float16).reshape(2, 4))
+    assert half.rms_norm(4).dtype is dtypes.float16
+    assert half.layer_norm(4).dtype is dtypes.float16
