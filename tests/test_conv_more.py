@@ -192,3 +192,16 @@ def test_conv_arguments_are_checked():
             call()
     out = x2.conv_transpose2d(w2, stride=2, padding=1, output_padding=1)
     assert out.shape == (1, 3, 8, 8)
+
+
+def test_conv_transpose_needs_static_nonempty_spatial_sizes():
+    from tolk import Variable
+    v = Variable("n", 1, 6)
+    x = Tensor(np.ones((1, 2, 12), np.float32))[:, :, :v.bind(3) + 4]
+    with pytest.raises(ShapeError, match="static size"):
+        x.conv_transpose1d(Tensor(np.ones((2, 3, 3), np.float32)), None, 1, 2)
+    with pytest.raises(ShapeError, match="at least 1"):
+        Tensor(np.ones((1, 2, 0, 3))).conv_transpose2d(Tensor(np.ones((2, 1, 3, 3))), stride=2)
+    empty_batch = Tensor(np.ones((0, 2, 3, 3))).conv_transpose2d(Tensor(np.ones((2, 1, 3, 3))),
+                                                                 stride=2)
+    assert empty_batch.shape == (0, 1, 7, 7)

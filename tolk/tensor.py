@@ -23,6 +23,7 @@ from __future__ import annotations
 import bisect
 import collections
 import functools
+import inspect
 import itertools
 import math
 import numbers
@@ -421,12 +422,15 @@ def _scalar_dtype(x: Scalar, other: DType) -> DType:
 def _numpy_names(method):
     """`method` also taking numpy's ``keepdims`` and ``ddof`` and PyTorch's ``dim`` for its
     ``keepdim``, ``correction`` and ``axis`` (passing both spellings is a TypeError)."""
+    params = list(inspect.signature(method).parameters)
+    axis_at = params.index("axis") - 1 if "axis" in params else len(params)  # (after self)
+
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         if kwargs:
             for alias, name in (("keepdims", "keepdim"), ("dim", "axis"), ("ddof", "correction")):
                 if alias in kwargs:
-                    if name in kwargs or (name == "axis" and args):
+                    if name in kwargs or (name == "axis" and len(args) > axis_at):
                         raise TypeError(f"{method.__name__}() got both {name} and {alias}")
                     kwargs[name] = kwargs.pop(alias)
         return method(self, *args, **kwargs)
@@ -1951,9 +1955,9 @@ class Tensor:
         float32; numpy's answer is float64 for them and for a sequence of levels); 16-bit
         floats interpolate in float32 and round once. An empty axis is a ShapeError (numpy
         raises too)."""
-        if isinstance(q, Tensor):
-            raise TypeError("quantile's levels q must be numbers (a number or a sequence), not "
-                            "a Tensor: they decide which sorted values are read")
+        if isinstance(q, (Tensor, str)):
+            raise TypeError(f"quantile's levels q must be numbers (a number or a sequence), not "
+                            f"{type(q).__name__}: they decide which sorted values are read")
         levels = np.asarray(q, dtype=np.float64)
         if levels.ndim > 1:
             raise ValueError(f"quantile's q must be a number or a 1-d sequence, got shape "
@@ -1999,8 +2003,8 @@ class Tensor:
     @_numpy_names
     def percentile(self, q, axis=None, keepdim: bool = False, method: str = "linear") -> Tensor:
         """numpy's percentile: `quantile` at ``q / 100`` (levels in [0, 100])."""
-        if isinstance(q, Tensor):
-            raise TypeError("percentile's levels q must be numbers, not a Tensor")
+        if isinstance(q, (Tensor, str)):
+            raise TypeError(f"percentile's levels q must be numbers, not {type(q).__name__}")
         levels = np.asarray(q, dtype=np.float64)
         if not ((levels >= 0) & (levels <= 100)).all():
             raise ValueError(f"percentile's levels must be in [0, 100], got {q!r}"[:200])
@@ -3365,12 +3369,17 @@ class Tensor:
         _all_tensors("embedding", (weight,))
         return weight.gather(self)
 
-    def gather(self, idx: Tensor) -> Tensor:
+    def gather(self, idx=None, index=None, *, dim=None) -> Tensor:
         """``self[idx]`` along axis 0 for an integer tensor `idx`: shape idx.shape + self.shape[1:].
+        Called as PyTorch's and tinygrad's ``gather(dim, index)`` (an int first, or ``dim=``
+        and ``index=``): `take_along_axis` of `index`, whose sizes off `dim` are at most this
+        tensor's (the corner it names), the result shaped as `index`.
 
         As numpy's take: a negative index counts from the end, and one outside
         ``[-len(self), len(self))`` raises numpy's IndexError when the kernel runs (before it
         stores anything; tinygrad clips, PyTorch raises too)."""
+        if index is not None or dim is not None:
+            return self._gather_dim(idx if dim is None else dim, index)
         if not isinstance(idx, Tensor) or idx.dtype.is_float or idx.dtype is dtypes.bool:
             what = (f"a sharded tensor ({idx!r}): gather it with .to(device) first"
                     if hasattr(idx, "shards") else f"{getattr(idx, 'dtype', type(idx).__name__)}")
@@ -3383,6 +3392,73 @@ class Tensor:
         if idx.device != self.device:
             raise DeviceError(f"gather indices on {idx.device}, values on {self.device}")
         return Tensor(UOp(Ops.GATHER, self.dtype, (self.uop, idx.uop)))
+
+    def _gather_dim(self, dim, index) -> Tensor:
+        index = _index_tensor(index, self, "gather")
+        d = _norm_axis(dim, self.ndim)
+        if index.ndim != self.ndim or any(i > n for a, (i, n) in enumerate(
+                zip(index.shape, self.shape)) if a != d):
+            raise ShapeError(f"gather along dim {d}: the index {index.shape} must have the "
+                             f"tensor's {self.ndim} axes, none longer off dim {d} than "
+                             f"{self.shape}")
+        x = self.shrink(tuple(None if a == d else (0, i) for a, i in enumerate(index.shape)))
+        return x.take_along_axis(index, d)
+
+    def take_along_axis(self, indices, axis=-1) -> Tensor:
+        """numpy's take_along_axis: ``out[..., i, ...] = self[..., indices[..., i, ...], ...]``
+        along `axis` (None: of the flattened tensor, 1-d indices); `indices`, an integer
+        tensor (or array) with this tensor's number of axes, broadcast against it off
+        `axis`. A negative index counts from the end; one out of range raises numpy's
+        IndexError when the kernel runs (never another element in its place)."""
+        indices = _index_tensor(indices, self, "take_along_axis")
+        x = self
+        if axis is None:
+            if indices.ndim != 1:
+                raise ShapeError(f"take_along_axis with axis None needs 1-d indices, got "
+                                 f"shape {indices.shape}")
+            x, axis = self.flatten(), 0
+        if indices.ndim != x.ndim or x.ndim == 0:
+            raise ShapeError(f"take_along_axis needs indices with the tensor's axes (at least "
+                             f"one), got {indices.shape} for {x.shape}")
+        d = _norm_axis(axis, x.ndim)
+        try:
+            out = _broadcast_shape(x.shape[:d] + (1,) + x.shape[d + 1:],
+                                   indices.shape[:d] + (1,) + indices.shape[d + 1:])
+        except ShapeError:
+            raise ShapeError(f"take_along_axis: indices {indices.shape} do not broadcast "
+                             f"against the tensor {x.shape} off axis {d}") from None
+        _static_dims(x, "take_along_axis", range(x.ndim))
+        full = out[:d] + (x.shape[d],) + out[d + 1:]
+        want = out[:d] + (indices.shape[d],) + out[d + 1:]
+        if x.shape[d] == 0 and prod(want):
+            raise IndexError(f"take_along_axis of {indices.shape} indices along the empty axis "
+                             f"{d} of a tensor of shape {x.shape}")
+        flat = x.expand(full).reshape(prod(full))
+        return flat.gather(_flat_positions(full, d, indices.expand(want))).reshape(want)
+
+    def scatter_add(self, dim: int, index, src) -> Tensor:
+        """PyTorch's scatter_add on a copy: ``out[..., index[i, j], ...] += src[i, j]`` along
+        `dim` for every position of `index` (an integer tensor with this tensor's axes, none
+        longer than `src`'s, nor than this tensor's off `dim`), a position named twice getting
+        both (numpy's ``add.at``; the dtype rules of `index_add`). A negative index counts
+        from the end; one out of range raises numpy's IndexError when the kernel runs."""
+        index = _index_tensor(index, self, "scatter_add")
+        if self.ndim == 0:
+            raise ShapeError("scatter_add needs a tensor with at least one axis, got a 0-d one")
+        d = _norm_axis(dim, self.ndim)
+        if not isinstance(src, Tensor):
+            src = Tensor(np.asarray(src), device=self.device)
+        if index.ndim != self.ndim or src.ndim != self.ndim or any(
+                i > sz or (a != d and i > n) for a, (i, sz, n) in enumerate(
+                    zip(index.shape, src.shape, self.shape))):
+            raise ShapeError(f"scatter_add along dim {d}: the index {index.shape} must have the "
+                             f"tensor's {self.ndim} axes and be no longer than the source "
+                             f"{src.shape}, nor than the tensor {self.shape} off dim {d}")
+        _static_dims(self, "scatter_add", range(self.ndim))
+        part = src.shrink(tuple((0, i) for i in index.shape))
+        at = _flat_positions(self.shape, d, index).reshape(index.numel())
+        flat = self.reshape(self.numel())
+        return flat.index_add(0, at, part.reshape(index.numel())).reshape(self.shape)
 
     def index_add(self, dim: int, index: Tensor, source, alpha=1) -> Tensor:
         """A new tensor: this one with ``alpha * source`` added at positions `index` along
@@ -3604,7 +3680,11 @@ class Tensor:
             if not 0 <= e < max(st, dl):
                 raise ValueError(f"conv_transpose2d's output_padding {output_padding!r} must be "
                                  f">= 0 and smaller than the stride or the dilation")
+        _static_dims(self, "conv_transpose2d", (2, 3))
         n, _, h, w = self.shape
+        if h == 0 or w == 0:
+            raise ShapeError(f"conv_transpose2d of input {self.shape}: its height and width "
+                             "must be at least 1 (as PyTorch's)")
         x = self
         if sh > 1 or sw > 1:  # (zeros between the pixels: each pixel a block, then cropped)
             x = x.reshape(n, cin, h, 1, w, 1)._pad(((0, 0), (0, 0), (0, 0), (0, sh - 1), (0, 0),
@@ -3631,6 +3711,64 @@ class Tensor:
         out = self.unsqueeze(2).conv_transpose2d(weight.unsqueeze(2), bias, groups, (1, s),
                                                  (1, d), (0, p), (0, e))
         return out.squeeze(2)
+
+    def interpolate(self, size=None, scale_factor=None, mode: str = "nearest",
+                    align_corners: bool | None = None) -> Tensor:
+        """PyTorch's interpolate over the axes after the first two (N, C, ...): to `size` (an
+        int or one per axis) or by `scale_factor` (a number or one per axis; the size
+        ``floor(n * factor)``, source positions at ``1 / factor`` steps). "nearest" takes
+        ``floor(i * scale)``, "nearest-exact" ``floor((i + 0.5) * scale)``; "linear",
+        "bilinear" and "trilinear" (one, two or three axes) blend the two nearest values along
+        each axis, pixel centres aligned unless `align_corners` (corners aligned). The
+        nearest modes keep the dtype; the linear ones compute in float (ints in float32)."""
+        axes = self.ndim - 2
+        linear = {"linear": 1, "bilinear": 2, "trilinear": 3}
+        if mode not in ("nearest", "nearest-exact", *linear):
+            raise ValueError(f"interpolate's mode must be 'nearest', 'nearest-exact', 'linear', "
+                             f"'bilinear' or 'trilinear', got {mode!r}"[:200])
+        if axes < 1 or (mode in linear and linear[mode] != axes):
+            raise ShapeError(f"interpolate in mode {mode!r} of a tensor of shape {self.shape}: "
+                             f"it needs (N, C) and {linear.get(mode, 'one or more')} more axes")
+        if align_corners is not None and mode not in linear:
+            raise ValueError("interpolate's align_corners applies to the linear modes only")
+        if (size is None) == (scale_factor is None):
+            raise ValueError("interpolate takes size or scale_factor, one of them")
+        _static_dims(self, "interpolate", range(2, self.ndim))
+        ins = self.shape[2:]
+        if size is not None:
+            outs = _per_axis(size, axes, "interpolate's size", int)
+            if any(o < 1 for o in outs):
+                raise ValueError(f"interpolate's size must be >= 1, got {size!r}")
+            factors = [None] * axes
+        else:
+            factors = _per_axis(scale_factor, axes, "interpolate's scale_factor", float)
+            if not all(f > 0 and math.isfinite(f) for f in factors):
+                raise ValueError(f"interpolate's scale_factor must be > 0, got {scale_factor!r}")
+            outs = tuple(math.floor(n * f) for n, f in zip(ins, factors))
+            if any(o < 1 for o in outs):
+                raise ValueError(f"interpolate by {scale_factor!r} of sizes {ins} leaves none")
+        x = self if mode not in linear else self._float()
+        for a, (n, out, f) in enumerate(zip(ins, outs, factors), start=2):
+            if n == out and f in (None, 1.0):
+                continue
+            dst = np.arange(out, dtype=np.float64)
+            if mode in linear and align_corners:
+                src = dst * ((n - 1) / (out - 1) if out > 1 else 0.0)
+            else:
+                scale = n / out if f is None else 1.0 / f
+                src = (dst + (0.5 if mode != "nearest" else 0.0)) * scale
+                if mode in linear:
+                    src = np.maximum(src - 0.5, 0.0)
+            lo = np.minimum(np.floor(src).astype(np.int64), n - 1)
+            moved = x.moveaxis(a, 0)
+            near = moved.gather(Tensor(lo, device=x.device))
+            if mode in linear:
+                hi = np.minimum(lo + 1, n - 1)
+                w = Tensor((src - lo).reshape((out,) + (1,) * (x.ndim - 1)), device=x.device)
+                w = w.cast(x.dtype)
+                near = near * (1 - w) + moved.gather(Tensor(hi, device=x.device)) * w
+            x = near.moveaxis(0, a)
+        return x if x is not self else self._copy()
 
     def max_pool1d(self, kernel_size=2, stride=None, dilation=1, padding=0) -> Tensor:
         """`max_pool2d` over the last axis alone (an int each; PyTorch's)."""
@@ -4002,6 +4140,48 @@ def _pad_arg(padding, ndim: int) -> tuple[tuple[int, int], ...]:
     _check_pairs("pad", padding)
     return tuple((0, 0) if p is None else (_width(p[0], padding), _width(p[1], padding))
                  for p in padding)
+
+
+def _per_axis(v, axes: int, what: str, kind: type) -> tuple:
+    """A number, or a sequence of `axes` numbers, as `axes` values of `kind` (int or float)."""
+    vals = tuple(v) if isinstance(v, (tuple, list)) else (v,) * axes
+    ok = (int, np.integer) if kind is int else (int, float, np.integer, np.floating)
+    if len(vals) != axes or any(isinstance(x, (bool, np.bool_)) or not isinstance(x, ok)
+                                for x in vals):
+        raise TypeError(f"{what} must be {'an int' if kind is int else 'a number'} or "
+                        f"{axes} of them, got {v!r}"[:200])
+    return tuple(kind(x) for x in vals)
+
+
+def _index_tensor(index, x: Tensor, what: str) -> Tensor:
+    """`index` (an integer tensor, array or list) as an integer tensor on `x`'s device."""
+    if not isinstance(index, Tensor):
+        index = Tensor(_indexing.host_indices(index, "iu", f"{what}'s indices"), device=x.device)
+    if index.dtype.is_float or index.dtype is dtypes.bool:
+        raise TypeError(f"{what} needs integer indices, got {index.dtype.name}")
+    if index.device != x.device:
+        raise DeviceError(f"{what}'s indices on {index.device}, the tensor on {x.device}")
+    return index
+
+
+def _flat_positions(shape: tuple[int, ...], axis: int, idx: Tensor) -> Tensor:
+    """For each element of `idx` (an integer tensor with `shape`'s axes, none longer): the
+    int64 position, in a C-contiguous array of `shape`, of the element it names along `axis`
+    (its own position off `axis`); a negative index counts from the end, one out of range
+    points past the end (so a gather or an add there raises when it runs)."""
+    n = shape[axis]
+    strides = [prod(shape[a + 1:]) for a in range(len(shape))]
+    t = idx.cast(dtypes.int64)
+    t = (t < 0).where(t + n, t)
+    inside = (t >= 0) & (t < n)
+    if idx.dtype is dtypes.uint64:  # (past int64's range: wrapped, so out of range)
+        inside = inside & (idx <= 2**62)
+    at = t * strides[axis]
+    for a, size in enumerate(idx.shape):
+        if a != axis and size > 1:
+            steps = Tensor.arange(size, dtype=dtypes.int64, device=idx.device) * strides[a]
+            at = at + steps.reshape(tuple(size if b == a else 1 for b in range(idx.ndim)))
+    return inside.where(at, prod(shape))
 
 
 def _pad_positions(n: int, before: int, after: int, kind: str) -> np.ndarray:
