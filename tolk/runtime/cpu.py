@@ -62,6 +62,7 @@ _BINARY = {
     Ops.CMPEQ: "np.equal", Ops.CMPNE: "np.not_equal", Ops.AND: "np.bitwise_and",
     Ops.OR: "np.bitwise_or", Ops.XOR: "np.bitwise_xor", Ops.ATAN2: "np.arctan2",
     Ops.HYPOT: "np.hypot", Ops.FMOD: "np.fmod", Ops.COPYSIGN: "np.copysign",
+    Ops.SHL: "np.left_shift", Ops.SHR: "np.right_shift",
 }
 _REDUCE = {Ops.ADD: "np.add", Ops.MUL: "np.multiply", Ops.MAX: "np.maximum", Ops.MIN: "np.minimum"}
 

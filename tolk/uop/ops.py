@@ -216,6 +216,10 @@ class Ops(int, metaclass=_OpsType):
     # near 1), each value as Python's math.erf and math.erfc give it, in the source's dtype
     ERF = auto()
     ERFC = auto()
+    # binary: numpy's left_shift and right_shift of integers (a count past the width: 0, or
+    # -1 for a negative value shifted right)
+    SHL = auto()
+    SHR = auto()
 
     name: str  # in the member's own __dict__ (an int subclass takes no slots)
 
@@ -247,7 +251,7 @@ class GroupOp:
     Binary = frozenset(
         {Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.IDIV, Ops.MOD, Ops.POW, Ops.MAX, Ops.MIN,
          Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR, Ops.ATAN2,
-         Ops.HYPOT, Ops.FMOD, Ops.COPYSIGN}
+         Ops.HYPOT, Ops.FMOD, Ops.SHL, Ops.SHR, Ops.COPYSIGN}
     )
     Ternary = frozenset({Ops.WHERE})
     ALU = Unary | Binary | Ternary
