@@ -24,6 +24,11 @@ class JitError(RuntimeError, ValueError):
     always was, and a ValueError, as other bad input to tolk is)."""
 
 
+class GradientError(ValueError):
+    """A gradient that cannot be taken: a target the graph does not read, or an op on the
+    way to one that has no gradient rule."""
+
+
 class GraphFormatError(ValueError):
     """Bytes that are not a valid exported tolk graph."""
 

@@ -190,6 +190,7 @@ def _random(t: Tensor) -> Tensor:
     random_buffers.add(_base_and_chain(t.uop))
     return t
 _lazy = MadeOrder()  # (entries know the thread that made each tensor lazy, and when)
+_grad_wanted = IdentityWeakSet()  # tensors marked requires_grad (`Tensor.backward`)
 registry_lock = threading.RLock()  # `_views`, `_lazy` and view families change under it
 _after_states: weakref.WeakSet[UOp] = weakref.WeakSet()  # pending states views are under
 
@@ -610,6 +611,15 @@ def _exact_gelu(x: Tensor) -> Tensor:
     return x * (x * -math.sqrt(0.5)).erfc() * 0.5
 
 
+def _grad_option(factory):
+    """`factory` also taking PyTorch's ``requires_grad=`` (the new tensor marked)."""
+    @functools.wraps(factory)
+    def make(*args, requires_grad: bool = False, **kwargs):
+        t = factory(*args, **kwargs)
+        return t.requires_grad_() if requires_grad else t
+    return make
+
+
 class Tensor:
     """A lazy n-dimensional array on one device.
 
@@ -627,13 +637,19 @@ class Tensor:
     # `uop` slot then empty), its movement ops over that state (`_chain_above`) and the
     # `_StateCell` of the state it stands over now; else None (every write of a view's `uop`
     # clears it: `_set`, a read, a register).
-    __slots__ = ("uop", "_parent", "_kids", "_stale", "__weakref__")
+    __slots__ = ("uop", "_parent", "_kids", "_stale", "_grad", "__weakref__")
     __array_ufunc__ = None  # numpy defers to Tensor's operators (``ndarray + Tensor``: TypeError)
     _seed = [0]
     _rng_counter = [0]
 
-    def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None):
+    def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None,
+                 requires_grad: bool = False):
         self._kids = self._stale = None
+        self._take(data, device, dtype)
+        if requires_grad:
+            self.requires_grad = True
+
+    def _take(self, data: Any, device: str | None, dtype: DType | str | None) -> None:
         if isinstance(data, UOp):
             self._set(data)
             return
@@ -691,6 +707,88 @@ class Tensor:
             self.uop = u
             self._stale = None
         return u
+
+    # -- gradients ----------------------------------------------------------------------------
+
+    def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
+        """The gradients of this tensor with respect to `targets` (float tensors its graph
+        reads), as lazy tensors of their shapes (reverse mode, `tolk.gradient`): of this
+        tensor itself when it has one element, else of ``(self * gradient).sum()``. A target
+        the graph does not read raises a GradientError (not used, or realized or assigned
+        after this tensor was built: take gradients before realizing)."""
+        _all_tensors("gradient", targets)
+        for t in targets:
+            if not t.dtype.is_float:
+                raise TypeError(f"gradient with respect to a {t.dtype.name} tensor: only float "
+                                "tensors have gradients")
+        return _gradient.gradients(self, targets, self._grad_seed(gradient))
+
+    def backward(self, gradient: Tensor | None = None) -> Tensor:
+        """PyTorch's backward: for each live tensor marked ``requires_grad`` that this
+        tensor's graph reads, its gradient (as `gradient` computes it) added to its `grad`
+        (set when None). The gradients are lazy; nothing runs until they are read. Returns
+        this tensor."""
+        seed = self._grad_seed(gradient)
+        with registry_lock:
+            wanted = [t for r in list(_grad_wanted._refs.values()) if (t := r()) is not None]
+        grads = _gradient.gradients(self, wanted, seed, strict=False)
+        if all(g is None for g in grads):
+            raise _gradient.GradientError(
+                "backward: this tensor's graph reads no tensor marked requires_grad (none "
+                "marked, or each realized or assigned after this tensor was built)")
+        for t, g in zip(wanted, grads):
+            if g is not None:
+                t.grad = g if t.grad is None else t.grad + g
+        return self
+
+    def _grad_seed(self, gradient: Tensor | None) -> Tensor:
+        if not self.dtype.is_float:
+            raise TypeError(f"gradient of a {self.dtype.name} tensor: only float values have "
+                            "gradients")
+        if gradient is None:
+            if self.numel() != 1:
+                raise ShapeError(f"gradient of a tensor of shape {self.shape} needs the "
+                                 "gradient of its output (one value per element); of one "
+                                 "element it is 1")
+            return self.full_like(1.0)
+        _all_tensors("gradient", (gradient,))
+        if gradient.shape != self.shape:
+            raise ShapeError(f"gradient of shape {gradient.shape} for a tensor of shape "
+                             f"{self.shape}: they must be equal")
+        return gradient.cast(self.dtype)
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether `backward` computes this tensor's gradient into `grad` (PyTorch's flag;
+        tolk follows no graph forward from it: backward finds it in the graph)."""
+        return id(self) in _grad_wanted._refs
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if value and not self.dtype.is_float:
+            raise TypeError(f"requires_grad of a {self.dtype.name} tensor: only float tensors "
+                            "have gradients")
+        with registry_lock:
+            (_grad_wanted.add if value else _grad_wanted.discard)(self)
+
+    def requires_grad_(self, value: bool = True) -> Tensor:
+        self.requires_grad = value
+        return self
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient `backward` accumulated (None before; set it to None to reset)."""
+        try:
+            return self._grad
+        except AttributeError:
+            return None
+
+    @grad.setter
+    def grad(self, g: Tensor | None) -> None:
+        if g is not None and (not isinstance(g, Tensor) or g.shape != self.shape):
+            raise ShapeError(f"a grad must be None or a Tensor of shape {self.shape}, got "
+                             f"{getattr(g, 'shape', type(g).__name__)}")
+        self._grad = g
 
     # -- properties ---------------------------------------------------------------------------
 
@@ -802,6 +900,7 @@ class Tensor:
     # -- creation -----------------------------------------------------------------------------
 
     @staticmethod
+    @_grad_option
     def full(shape, fill_value: Scalar, dtype: DType | str | None = None,
              device: str | None = None) -> Tensor:
         """A new tensor of `shape` filled with `fill_value`. A size may be a bound Variable
@@ -837,10 +936,12 @@ class Tensor:
         return x._alu(Ops.CAST) if x.uop.op in _VIEW_OPS else Tensor(x.uop)
 
     @staticmethod
+    @_grad_option
     def zeros(*shape, dtype=None, device=None) -> Tensor:
         return Tensor.full(shape, 0, dtypes.default_float if dtype is None else dtype, device)
 
     @staticmethod
+    @_grad_option
     def ones(*shape, dtype=None, device=None) -> Tensor:
         return Tensor.full(shape, 1, dtypes.default_float if dtype is None else dtype, device)
 
@@ -858,6 +959,7 @@ class Tensor:
                             self.device, self._binds(syms) if syms else ())
 
     @staticmethod
+    @_grad_option
     def empty(*shape, dtype=None, device=None) -> Tensor:
         """An uninitialised tensor; its storage is allocated when a schedule first uses it."""
         shape = _shape_arg(shape)
@@ -941,6 +1043,7 @@ class Tensor:
         return out
 
     @staticmethod
+    @_grad_option
     def eye(n: int, m: int | None = None, dtype=None, device=None) -> Tensor:
         """The (n, m) identity (m defaults to n)."""
         for what, v in (("n", n), ("m", m)):
@@ -969,6 +1072,7 @@ class Tensor:
         return np.random.default_rng(key)
 
     @staticmethod
+    @_grad_option
     def rand(*shape, dtype=None, device=None) -> Tensor:
         """Uniform in [0, 1) (a float dtype: in 16 bits, values that would round up to 1 are
         the largest below it)."""
@@ -981,6 +1085,7 @@ class Tensor:
         return _random(Tensor(x, device=device, dtype=d))
 
     @staticmethod
+    @_grad_option
     def randn(*shape, dtype=None, device=None) -> Tensor:
         """Standard normal."""
         d = _data_dtype(dtypes.default_float if dtype is None else dtype)
@@ -990,6 +1095,7 @@ class Tensor:
                               device=device, dtype=d))
 
     @staticmethod
+    @_grad_option
     def uniform(*shape, low=0.0, high=1.0, dtype=None, device=None) -> Tensor:
         """Uniform in [low, high): drawn in float64 and rounded to the dtype, a value that
         rounds up to `high` becomes the largest one below it (as `rand`)."""
@@ -4957,4 +5063,5 @@ __all__ = ["Tensor"]
 # call finds it in a module global instead of running an import statement (every realize,
 # cache hits included, goes through here)
 from tolk import callify as _callify  # noqa: E402
+from tolk import gradient as _gradient  # noqa: E402
 from tolk import indexing as _indexing  # noqa: E402

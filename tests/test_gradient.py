@@ -1,0 +1,261 @@
+"""Gradients (`Tensor.gradient`, `Tensor.backward`, `tolk.gradient`) against central finite
+differences of tolk's own forward values in float64, op by op and through composite layers
+(softmax, losses, norms, convolution, pooling, attention), and a small model trained by
+gradient descent against gradients written by hand in numpy."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from tolk import Tensor
+from tolk.errors import GradientError, ShapeError
+
+RNG = np.random.default_rng(1234)
+
+
+def numeric_gradient(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """d f(x) / dx by central differences, f a function of a float64 array to a float."""
+    g = np.zeros_like(x)
+    for i in np.ndindex(*x.shape):
+        hi, lo = x.copy(), x.copy()
+        hi[i] += eps
+        lo[i] -= eps
+        g[i] = (f(hi) - f(lo)) / (2 * eps)
+    return g
+
+
+def check(fn, *inputs: np.ndarray, rtol: float = 1e-5, atol: float = 1e-7) -> None:
+    """The gradient of ``sum(fn(*tensors) * r)`` (r random) with respect to each input, tolk's
+    against finite differences of tolk's own forward values."""
+    out_shape = fn(*(Tensor(a) for a in inputs)).shape
+    r = RNG.standard_normal(out_shape)
+
+    def value(k, a):
+        args = [Tensor(b) for b in inputs]
+        args[k] = Tensor(a)
+        return float((fn(*args) * Tensor(r)).sum().item())
+
+    ts = [Tensor(a) for a in inputs]
+    got = (fn(*ts) * Tensor(r)).sum().gradient(*ts)
+    for k, (a, g) in enumerate(zip(inputs, got)):
+        assert g.shape == a.shape and g.dtype == ts[k].dtype
+        want = numeric_gradient(lambda x, k=k: value(k, x), a)
+        np.testing.assert_allclose(g.numpy(), want, rtol=rtol, atol=atol,
+                                   err_msg=f"input {k}")
+
+
+def rand(*shape, low=-2.0, high=2.0):
+    return RNG.uniform(low, high, shape)
+
+
+UNARY = {
+    "exp": (lambda x: x.exp(), rand(3, 2)), "log": (lambda x: x.log(), rand(3, 2, low=0.5)),
+    "sqrt": (lambda x: x.sqrt(), rand(5, low=0.5)), "rsqrt": (lambda x: x.rsqrt(), rand(5, low=.5)),
+    "reciprocal": (lambda x: x.reciprocal(), rand(4, low=0.5)),
+    "sin": (lambda x: x.sin(), rand(4)), "cos": (lambda x: x.cos(), rand(4)),
+    "tan": (lambda x: x.tan(), rand(4, low=-1, high=1)), "tanh": (lambda x: x.tanh(), rand(4)),
+    "sinh": (lambda x: x.sinh(), rand(4)), "cosh": (lambda x: x.cosh(), rand(4)),
+    "arcsin": (lambda x: x.arcsin(), rand(4, low=-.9, high=.9)),
+    "arccos": (lambda x: x.arccos(), rand(4, low=-.9, high=.9)),
+    "arctan": (lambda x: x.arctan(), rand(4)), "arcsinh": (lambda x: x.arcsinh(), rand(4)),
+    "arccosh": (lambda x: x.arccosh(), rand(4, low=1.5, high=3)),
+    "arctanh": (lambda x: x.arctanh(), rand(4, low=-.9, high=.9)),
+    "exp2": (lambda x: x.exp2(), rand(4)), "log2": (lambda x: x.log2(), rand(4, low=.5)),
+    "log1p": (lambda x: x.log1p(), rand(4, low=-.5)), "expm1": (lambda x: x.expm1(), rand(4)),
+    "erf": (lambda x: x.erf(), rand(4)), "erfc": (lambda x: x.erfc(), rand(4)),
+    "abs": (lambda x: x.abs(), rand(4, low=.1) * np.array([1, -1, 1, -1])),
+    "neg": (lambda x: -x, rand(4)), "square": (lambda x: x.square(), rand(4)),
+    "sigmoid": (lambda x: x.sigmoid(), rand(4)), "relu": (lambda x: x.relu(), rand(6)),
+    "gelu": (lambda x: x.gelu(), rand(4)), "gelu_exact": (lambda x: x.gelu("none"), rand(4)),
+    "silu": (lambda x: x.silu(), rand(4)), "softplus": (lambda x: x.softplus(), rand(4)),
+    "elu": (lambda x: x.elu(), rand(6)), "mish": (lambda x: x.mish(), rand(4)),
+    "logsigmoid": (lambda x: x.logsigmoid(), rand(4)),
+    "leaky_relu": (lambda x: x.leaky_relu(0.1), rand(6)),
+    "pow_const": (lambda x: x ** 3, rand(4)), "rpow": (lambda x: 2.0 ** x, rand(4)),
+    "clip": (lambda x: x.clip(-1, 1), rand(8)),
+    "floor": (lambda x: x.floor() + x, rand(4)), "sort": (lambda x: x.sort(1)[0], rand(3, 4)),
+    "cumsum": (lambda x: x.cumsum(1), rand(3, 4)),
+    "softmax": (lambda x: x.softmax(-1), rand(3, 4)),
+    "log_softmax": (lambda x: x.log_softmax(0), rand(3, 4)),
+    "logsumexp": (lambda x: x.logsumexp(1), rand(3, 4)),
+    "layernorm": (lambda x: x.layernorm(), rand(2, 5)),
+    "layer_norm": (lambda x: x.layer_norm((2, 3)), rand(2, 2, 3)),
+    "rms_norm": (lambda x: x.rms_norm(3), rand(2, 3)),
+    "group_norm": (lambda x: x.group_norm(2), rand(2, 4, 3)),
+    "mean_var": (lambda x: x.mean(0) * x.var(1).sum(), rand(3, 4)),
+    "std": (lambda x: x.std(), rand(3, 4)), "norm": (lambda x: x.norm(axis=1), rand(3, 4)),
+    "max": (lambda x: x.max(1), rand(3, 4)), "min": (lambda x: x.min(), rand(3, 4)),
+    "movement": (lambda x: x.permute(2, 0, 1).reshape(4, 6).flip(0)[1:3, ::2].expand(2, 2, 3)
+                 .pad(((1, 0), (0, 2), None)), rand(2, 3, 4)),
+    "getitem": (lambda x: x[[2, 0, 2]], rand(3, 2)),
+    "pad_reflect": (lambda x: x.pad(((2, 3),), mode="reflect"), rand(4)),
+    "interpolate": (lambda x: x.interpolate(size=(5, 3), mode="bilinear"), rand(1, 1, 3, 2)),
+    "max_pool": (lambda x: x.max_pool2d(2), rand(1, 1, 4, 4)),
+    "avg_pool": (lambda x: x.avg_pool2d(2, 1), rand(1, 2, 3, 3)),
+    "where": (lambda x: (x > 0).where(x * 2, x.exp()), rand(6)),
+    "take_along_axis": (lambda x: x.take_along_axis(Tensor(np.array([[1, 0, 1]])), 1),
+                        rand(2, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_and_composite_gradients_match_finite_differences(name):
+    fn, a = UNARY[name]
+    check(fn, a)
+
+
+BINARY = {
+    "add": (lambda a, b: a + b, rand(3, 2), rand(2)),
+    "sub": (lambda a, b: a - b, rand(3, 1), rand(1, 4)),
+    "mul": (lambda a, b: a * b, rand(3, 2), rand(3, 2)),
+    "div": (lambda a, b: a / b, rand(3, 2), rand(2, low=.5)),
+    "pow": (lambda a, b: a ** b, rand(4, low=.5), rand(4)),
+    "maximum": (lambda a, b: a.maximum(b), rand(6), rand(6)),
+    "minimum": (lambda a, b: a.minimum(b), rand(6), rand(6)),
+    "arctan2": (lambda a, b: a.arctan2(b), rand(4), rand(4)),
+    "hypot": (lambda a, b: a.hypot(b), rand(4), rand(4)),
+    "fmod": (lambda a, b: a.fmod(b), rand(4), rand(4, low=.5)),
+    "mod": (lambda a, b: a % b, rand(4), rand(4, low=.5)),
+    "matmul": (lambda a, b: a @ b, rand(2, 3, 4), rand(4, 2)),
+    "einsum": (lambda a, b: Tensor.einsum("ij,jk->ik", a, b), rand(2, 3), rand(3, 2)),
+    "conv2d": (lambda a, b: a.conv2d(b, stride=2, padding=1), rand(1, 2, 5, 5), rand(3, 2, 3, 3)),
+    "conv_transpose2d": (lambda a, b: a.conv_transpose2d(b, stride=2), rand(1, 2, 2, 3),
+                         rand(2, 1, 2, 2)),
+    "cat": (lambda a, b: Tensor.cat([a, b], dim=1), rand(2, 2), rand(2, 3)),
+    "stack": (lambda a, b: Tensor.stack([a, b * 2]), rand(3), rand(3)),
+    "attention": (lambda a, b: a.scaled_dot_product_attention(b, b * 2, is_causal=True),
+                  rand(2, 3, 4), rand(2, 3, 4)),
+    "lerp": (lambda a, b: a.lerp(b, 0.3), rand(3), rand(3)),
+    "cdist": (lambda a, b: a.cdist(b), rand(2, 3), rand(3, 3)),
+    "mse_loss": (lambda a, b: a.mse_loss(b), rand(3, 2), rand(3, 2)),
+    "bce_logits": (lambda a, b: a.binary_cross_entropy_with_logits(b.sigmoid()), rand(4),
+                   rand(4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_and_layer_gradients_match_finite_differences(name):
+    fn, a, b = BINARY[name]
+    check(fn, a, b)
+
+
+def test_gradients_through_indexing_losses_and_scatters():
+    logits = rand(4, 5)
+    target = Tensor(np.array([1, 0, 4, 2]))
+    check(lambda x: x.cross_entropy(target, label_smoothing=0.1), logits)
+    weight = Tensor(rand(5, low=.5))
+    check(lambda x: x.nll_loss(target, weight=weight), logits)
+    table = rand(5, 3)
+    check(lambda w: w.gather(Tensor(np.array([3, 3, -1]))), table)
+    check(lambda b, v: b.index_add(0, Tensor(np.array([1, 1, 3])), v), rand(4, 2), rand(3, 2))
+    check(lambda b, v: b.scatter_add(1, Tensor(np.array([[0, 0, 2]])), v), rand(2, 3), rand(1, 3))
+
+
+def test_ties_share_the_gradient_as_pytorch():
+    x = Tensor(np.array([1.0, 3.0, 3.0, 2.0]))
+    (g,) = x.max().gradient(x)
+    np.testing.assert_array_equal(g.numpy(), [0.0, 0.5, 0.5, 0.0])
+    a, b = Tensor(np.array([1.0, 2.0])), Tensor(np.array([1.0, 3.0]))
+    ga, gb = a.maximum(b).sum().gradient(a, b)
+    np.testing.assert_array_equal(ga.numpy(), [0.5, 0.0])
+    np.testing.assert_array_equal(gb.numpy(), [0.5, 1.0])
+
+
+def test_a_small_model_trains_with_backward_and_assign():
+    x = RNG.standard_normal((32, 4))
+    labels = (x[:, 0] + x[:, 1] > 0).astype(np.int64)
+    w1 = Tensor(RNG.standard_normal((4, 8)) * 0.5, requires_grad=True).realize()
+    w2 = Tensor(RNG.standard_normal((8, 2)) * 0.5).requires_grad_().realize()
+    xs, ys = Tensor(x), Tensor(labels)
+    losses = []
+    for step in range(30):
+        h = (xs @ w1).tanh()
+        loss = (h @ w2).cross_entropy(ys)
+        if step == 0:  # (the first step's gradients against numpy's, written out by hand)
+            a1 = np.tanh(x @ w1.numpy())
+            z = a1 @ w2.numpy()
+            p = np.exp(z - z.max(1, keepdims=True))
+            p /= p.sum(1, keepdims=True)
+            dz = (p - np.eye(2)[labels]) / len(x)
+            dw2 = a1.T @ dz
+            dw1 = x.T @ ((dz @ w2.numpy().T) * (1 - a1 ** 2))
+        loss.backward()
+        if step == 0:
+            np.testing.assert_allclose(w2.grad.numpy(), dw2, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(w1.grad.numpy(), dw1, rtol=1e-10, atol=1e-12)
+        losses.append(loss.item())
+        for w in (w1, w2):
+            w.assign(w - w.grad * 0.5)
+            w.grad = None
+        Tensor.realize(w1, w2)
+    assert losses[-1] < losses[0] * 0.6
+
+
+def test_backward_accumulates_and_gradient_errors_name_the_problem():
+    w = Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    (w * 3).sum().backward()
+    (w * w).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [5.0, 7.0])
+    assert w.requires_grad and not Tensor(np.ones(2)).requires_grad
+    y = (w * 2).sum()
+    y.realize()
+    with pytest.raises(GradientError, match="do not appear in the graph"):
+        y.gradient(w)
+    with pytest.raises(GradientError, match="reads no tensor marked requires_grad"):
+        y.backward()
+    with pytest.raises(ShapeError, match="needs the gradient of its output"):
+        (w * 2).gradient(w)
+    np.testing.assert_array_equal((w * 2).gradient(w, gradient=Tensor(np.array([1.0, -1.0])))[0]
+                                  .numpy(), [2.0, -2.0])
+    with pytest.raises(TypeError, match="only float tensors"):
+        Tensor(np.array([1, 2])).requires_grad = True
+    with pytest.raises(TypeError, match="only float tensors have gradients"):
+        (w.sum() * 1).gradient(Tensor(np.array([1, 2])))
+    with pytest.raises(GradientError, match="no rule for REDUCE_AXIS MUL"):
+        w.prod().gradient(w)
+    with pytest.raises(ShapeError, match="a grad must be None or a Tensor of shape"):
+        w.grad = Tensor(np.ones(3))
+    unused = Tensor(np.ones(2))
+    with pytest.raises(GradientError, match="1 target"):
+        (w * 2).sum().gradient(w, unused)
+
+
+def test_gradient_of_a_deep_chain_walks_without_recursion():
+    x = Tensor(np.array([0.5]))
+    y = x
+    for _ in range(3000):
+        y = y * 1.0001 + 0.0001
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(200)  # (the walk is iterative: a deep graph never recurses)
+    try:
+        (g,) = y.sum().gradient(x)
+    finally:
+        sys.setrecursionlimit(old)
+    np.testing.assert_allclose(g.numpy(), [1.0001 ** 3000], rtol=1e-9)
+
+
+def test_gradients_of_views_lazy_targets_and_16_bit_floats():
+    base = Tensor(rand(4, 3)).realize()
+    row = base[1]  # (a view: the gradient of the values it shows, every use counting)
+    loss = (row * 2).sum() + base.sum()
+    (g_row, g_base) = loss.gradient(row, base)
+    np.testing.assert_array_equal(g_row.numpy(), [3.0, 3.0, 3.0])
+    np.testing.assert_array_equal(g_base.numpy(), np.array([[1.0] * 3, [3.0] * 3, [1.0] * 3,
+                                                            [1.0] * 3]))
+    x = Tensor(rand(2, 3))
+    h = (x * 3).reshape(3, 2)  # (a lazy target read through a folded reshape)
+    (gh,) = (h.reshape(6) * Tensor(np.arange(6.0))).sum().gradient(h)
+    np.testing.assert_array_equal(gh.numpy(), np.arange(6.0).reshape(3, 2))
+    idx = Tensor(np.array([[1, 4], [1, 0]]))
+    check(lambda w: idx.embedding(w), rand(5, 3))
+    half = Tensor(np.array([0.5, -1.0, 2.0], np.float16))
+    (gh16,) = half.sigmoid().sum().gradient(half)
+    s = 1 / (1 + np.exp(-np.array([0.5, -1.0, 2.0])))
+    assert gh16.dtype == half.dtype
+    np.testing.assert_allclose(gh16.numpy().astype(np.float64), s * (1 - s), rtol=2e-3)
+    w = Tensor.zeros(3, requires_grad=True)  # (a lazy constant: its own node is the target)
+    (w * Tensor(np.array([1.0, 2.0, 3.0]))).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 2.0, 3.0])
+    assert Tensor.randn(2, requires_grad=True).requires_grad

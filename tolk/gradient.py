@@ -1,0 +1,261 @@
+"""Reverse-mode gradients of tensor graphs.
+
+`gradients(root, targets, seed)` walks the lazy graph of `root` once, from its output back to
+the targets, and returns the gradient of ``sum(root * seed)`` with respect to each target as
+a lazy tensor: new graph nodes built from the forward graph's own nodes, so a gradient is
+scheduled, fused and memory-planned like any other tensor (a forward value it reads is
+computed again in the backward kernels unless it was realized).
+
+Each op's rule is written once, in `_RULES`, over Tensors: the sources of an elementwise op
+have the output's shape (tolk's front end broadcasts explicitly), a REDUCE_AXIS keeps its
+reduced axes with size 1, and movement ops carry their arguments. Only float values carry
+gradients: integer and bool nodes (indices, masks, comparisons) stop them, and so do buffer
+states (`BUFFER`, an assign's `AFTER`) and constants. An op without a rule on the way to a
+target raises a GradientError naming it; one on a branch that reaches no target is never
+looked at."""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from tolk.dtype import dtypes
+from tolk.errors import GradientError
+from tolk.uop.ops import Ops, UOp
+
+
+def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
+    """The gradients of ``(root * seed).sum()`` with respect to `targets` (Tensors whose
+    nodes `root`'s graph reads), each a lazy tensor of its target's shape and dtype. A target
+    the graph does not read is a GradientError when `strict` (unused, or read through a
+    buffer state: a tensor realized or assigned after `root` was built), else None."""
+    from tolk.tensor import Tensor
+    views = [_view_chain(t.uop) for t in targets]
+    wanted = {below for below, _ in views}
+    order = root.uop.toposort()  # (children first; an iterative walk)
+    leads: dict[UOp, bool] = {}
+    for n in order:
+        leads[n] = n in wanted or (n.op not in _LEAVES and any(leads[s] for s in n.src))
+    missing = [t for t, (below, _) in zip(targets, views) if not leads.get(below, False)]
+    if missing and strict:
+        raise GradientError(f"gradient: {len(missing)} target(s) (the first of shape "
+                            f"{missing[0].shape}) do not appear in the graph of this tensor "
+                            "(not used by it, or realized or assigned after it was built)")
+    grads: dict[UOp, Tensor] = {root.uop: seed}
+    for n in reversed(order):
+        g = grads.pop(n, None) if n not in wanted else grads.get(n)
+        if g is None or n.op in _LEAVES or not any(leads[s] for s in n.src):
+            continue
+        rule = _RULES.get(n.op)
+        if rule is None:
+            raise GradientError(f"gradient: no rule for {n.op.name} (a node of shape "
+                                f"{Tensor(n).shape} and dtype {n.dtype.name} on the way to a "
+                                "target)")
+        for s, gs in zip(n.src, rule(n, g, [Tensor(s) for s in n.src], Tensor(n))):
+            if gs is None or not leads[s] or not s.dtype.is_float:
+                continue
+            if gs.dtype is not s.dtype:
+                gs = gs.cast(s.dtype)
+            grads[s] = gs if s not in grads else grads[s] + gs
+    return [None if (g := grads.get(below)) is None else _through(g, chain)
+            for below, chain in views]
+
+
+def _view_chain(u: UOp) -> tuple[UOp, list[UOp]]:
+    """The node below the movement ops `u` stands on, and those ops, lowest first. A
+    target's gradient is taken at that node (the front end folds a view of a view into one
+    op, so the target's own node may not be in a graph built over it) and carried up the
+    ops: the gradient of the values the view shows, every use of them counting (also
+    through other views of the same tensor or buffer)."""
+    top, chain = u, []
+    while u.op in _INJECTIVE and len(u.src) == 1:
+        chain.append(u)
+        u = u.src[0]
+    if u.op in (Ops.EXPAND, Ops.PAD):  # (a broadcast or padded view: its elements are no
+        return top, []  # values of their own; the gradient of the node itself, if read)
+    return u, chain[::-1]
+
+
+def _through(g, chain: list[UOp]):
+    """Gradient `g` of a view chain's lowest source carried up the chain."""
+    for n in chain:
+        if n.op is Ops.RESHAPE:
+            g = g.reshape(n.arg)
+        elif n.op is Ops.PERMUTE:
+            g = g.permute(n.arg)
+        elif n.op is Ops.SHRINK:
+            g = g.shrink(n.arg)
+        else:
+            g = g.flip(n.arg)
+    return g
+
+
+_INJECTIVE = frozenset({Ops.RESHAPE, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP})
+
+
+_LEAVES = frozenset({Ops.BUFFER, Ops.AFTER, Ops.CONST, Ops.PARAM, Ops.BIND, Ops.DEFINE_VAR,
+                     Ops.SLICE})
+Rule = Callable[[UOp, object, list, object], tuple]
+
+
+def _no_binds(n: UOp) -> None:
+    if len(n.src) > 1:
+        raise GradientError(f"gradient: {n.op.name} of a symbolic shape (its bound variables) "
+                            "has no rule")
+
+
+def _reduce(n: UOp, g, s, out):
+    op, axes = n.arg
+    x = s[0]
+    if op is Ops.ADD:
+        return (g.expand(x.shape),)
+    if op in (Ops.MAX, Ops.MIN):  # (ties share the gradient equally, as PyTorch's)
+        hit = (x == out.expand(x.shape)).cast(g.dtype)
+        return (hit * (g / hit.sum(axes, keepdim=True)).expand(x.shape),)
+    raise GradientError(f"gradient: no rule for REDUCE_AXIS {op.name} (a product's gradient "
+                        "divides by zeros)")
+
+
+def _expand(n: UOp, g, s, out):
+    _no_binds(n)
+    grown = tuple(i for i, (a, b) in enumerate(zip(s[0].shape, out.shape)) if a != b)
+    return (g.sum(grown, keepdim=True) if grown else g,)
+
+
+def _permute(n: UOp, g, s, out):
+    _no_binds(n)
+    return (g.permute([n.arg.index(i) for i in range(len(n.arg))]),)
+
+
+def _pad(n: UOp, g, s, out):
+    _no_binds(n)
+    return (g.shrink(tuple((b, b + size) for (b, _), size in zip(n.arg, s[0].shape))),)
+
+
+def _shrink(n: UOp, g, s, out):
+    _no_binds(n)
+    return (g._pad(tuple((b, size - e) for (b, e), size in zip(n.arg, s[0].shape))),)
+
+
+def _flip(n: UOp, g, s, out):
+    _no_binds(n)
+    return (g.flip(n.arg),)
+
+
+def _reshape(n: UOp, g, s, out):
+    _no_binds(n)
+    return (g.reshape(s[0].shape),)
+
+
+def _where(n: UOp, g, s, out):
+    return None, s[0].where(g, 0), s[0].where(0, g)
+
+
+def _ties(g, a, b, first_wins):
+    """The gradient of max (`first_wins` a > b) or min: to the larger / smaller, halved at
+    ties (as PyTorch's maximum and minimum)."""
+    win = (a > b) if first_wins else (a < b)
+    share = win.cast(g.dtype) + (a == b).cast(g.dtype) * 0.5
+    return g * share, g * (1 - share)
+
+
+def _pow(n: UOp, g, s, out):
+    a, b = s
+    da = (b == 0).where(0, g * b * a ** (b - 1))
+    db = ((a == 0) & (b >= 0)).where(0, g * out * a.log())
+    return da, db
+
+
+def _gather(n: UOp, g, s, out):
+    src, idx = s
+    rest = src.shape[1:]
+    zeros = src.full_like(0.0) if src.dtype.is_float else None
+    if zeros is None:
+        return None, None
+    flat = idx.reshape(idx.numel()) if idx.ndim != 1 else idx
+    return zeros.index_add(0, flat, g.reshape((idx.numel(),) + rest)), None
+
+
+def _scatter_add(n: UOp, g, s, out):
+    base, idx, vals = s
+    return g, None, g.gather(idx).cast(vals.dtype)
+
+
+def _scan(n: UOp, g, s, out):
+    op, axis = n.arg
+    if op is not Ops.ADD:
+        raise GradientError("gradient: no rule for a running product (SCAN MUL)")
+    return (g.flip(axis).cumsum(axis).flip(axis),)
+
+
+def _sort(n: UOp, g, s, out):
+    axis, descending, indices = n.arg
+    if indices:
+        return (None,)
+    from tolk.tensor import Tensor
+    pos = Tensor(UOp(Ops.SORT, dtypes.int64, n.src, (axis, descending, True)))
+    back = pos._sort(axis, False, True)  # (where each source element went)
+    return (g.take_along_axis(back, axis),)
+
+
+def _copy(n: UOp, g, s, out):
+    return (g.to(s[0].device),)
+
+
+_SQRT_PI_2 = 2 / math.sqrt(math.pi)
+_RULES: dict[Ops, Rule] = {
+    Ops.ADD: lambda n, g, s, o: (g, g),
+    Ops.SUB: lambda n, g, s, o: (g, -g),
+    Ops.MUL: lambda n, g, s, o: (g * s[1], g * s[0]),
+    Ops.DIV: lambda n, g, s, o: (g / s[1], -g * o / s[1]),
+    Ops.NEG: lambda n, g, s, o: (-g,),
+    Ops.EXP: lambda n, g, s, o: (g * o,),
+    Ops.EXP2: lambda n, g, s, o: (g * o * math.log(2),),
+    Ops.EXPM1: lambda n, g, s, o: (g * (o + 1),),
+    Ops.LOG: lambda n, g, s, o: (g / s[0],),
+    Ops.LOG2: lambda n, g, s, o: (g / (s[0] * math.log(2)),),
+    Ops.LOG1P: lambda n, g, s, o: (g / (s[0] + 1),),
+    Ops.SQRT: lambda n, g, s, o: (g / (o * 2),),
+    Ops.RECIPROCAL: lambda n, g, s, o: (-g * o * o,),
+    Ops.SIN: lambda n, g, s, o: (g * s[0].cos(),),
+    Ops.COS: lambda n, g, s, o: (-g * s[0].sin(),),
+    Ops.TAN: lambda n, g, s, o: (g * (o * o + 1),),
+    Ops.TANH: lambda n, g, s, o: (g * (1 - o * o),),
+    Ops.SINH: lambda n, g, s, o: (g * s[0].cosh(),),
+    Ops.COSH: lambda n, g, s, o: (g * s[0].sinh(),),
+    Ops.ASIN: lambda n, g, s, o: (g * (1 - s[0] * s[0]).rsqrt(),),
+    Ops.ACOS: lambda n, g, s, o: (-g * (1 - s[0] * s[0]).rsqrt(),),
+    Ops.ATAN: lambda n, g, s, o: (g / (s[0] * s[0] + 1),),
+    Ops.ASINH: lambda n, g, s, o: (g * (s[0] * s[0] + 1).rsqrt(),),
+    Ops.ACOSH: lambda n, g, s, o: (g * (s[0] * s[0] - 1).rsqrt(),),
+    Ops.ATANH: lambda n, g, s, o: (g / (1 - s[0] * s[0]),),
+    Ops.ERF: lambda n, g, s, o: (g * (-s[0] * s[0]).exp() * _SQRT_PI_2,),
+    Ops.ERFC: lambda n, g, s, o: (-g * (-s[0] * s[0]).exp() * _SQRT_PI_2,),
+    Ops.ABS: lambda n, g, s, o: (g * s[0].sign(),),
+    Ops.POW: _pow,
+    Ops.MAX: lambda n, g, s, o: _ties(g, s[0], s[1], True),
+    Ops.MIN: lambda n, g, s, o: _ties(g, s[0], s[1], False),
+    Ops.ATAN2: lambda n, g, s, o: (g * s[1] / (s[0] * s[0] + s[1] * s[1]),
+                                   -g * s[0] / (s[0] * s[0] + s[1] * s[1])),
+    Ops.HYPOT: lambda n, g, s, o: (g * s[0] / o, g * s[1] / o),
+    Ops.FMOD: lambda n, g, s, o: (g, -g * (s[0] / s[1]).trunc()),
+    Ops.MOD: lambda n, g, s, o: (g, -g * (s[0] / s[1]).floor()),
+    Ops.COPYSIGN: lambda n, g, s, o: (g * s[0].full_like(1.0).copysign(s[0]) *
+                                      s[0].full_like(1.0).copysign(s[1]), None),
+    Ops.WHERE: _where,
+    Ops.CAST: lambda n, g, s, o: (g,),
+    Ops.CONTIGUOUS: lambda n, g, s, o: (g,),
+    Ops.COPY: _copy,
+    Ops.REDUCE_AXIS: _reduce,
+    Ops.RESHAPE: _reshape,
+    Ops.EXPAND: _expand,
+    Ops.PERMUTE: _permute,
+    Ops.PAD: _pad,
+    Ops.SHRINK: _shrink,
+    Ops.FLIP: _flip,
+    Ops.GATHER: _gather,
+    Ops.SCATTER_ADD: _scatter_add,
+    Ops.SCAN: _scan,
+    Ops.SORT: _sort,
+}
+for _op in (Ops.SIGN, Ops.FLOOR, Ops.CEIL, Ops.TRUNC, Ops.RINT):  # (flat: zero gradients)
+    _RULES[_op] = lambda n, g, s, o: (g * 0,)
