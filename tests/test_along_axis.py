@@ -169,3 +169,17 @@ def test_interpolate_known_values_and_arguments():
     for call, err, msg in cases_:
         with pytest.raises(err, match=msg):
             call()
+
+
+def test_interpolate_16_bit_blends_in_float32_and_gather_forms_are_checked():
+    a = np.array([0.0, 1000.0], np.float16).reshape(1, 1, 2)
+    got = Tensor(a).interpolate(size=200, mode="linear", align_corners=True).numpy()
+    want = (np.linspace(0, 1000, 200)).astype(np.float16)  # (the exact blend, rounded once)
+    np.testing.assert_array_equal(got[0, 0], want)
+    with pytest.raises(ValueError, match="empty spatial axis"):
+        Tensor(np.zeros((1, 1, 0))).interpolate(size=3)
+    x, i = Tensor(np.ones((2, 3))), Tensor(np.zeros((1, 1), np.int64))
+    with pytest.raises(TypeError, match="dim twice"):
+        x.gather(1, i, dim=0)
+    with pytest.raises(TypeError, match="takes the dim first"):
+        x.gather(i, 0)

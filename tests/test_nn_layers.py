@@ -194,3 +194,28 @@ def test_normalization_arguments_are_checked():
     half = Tensor(np.arange(8, dtype=np.float16).reshape(2, 4))
     assert half.rms_norm(4).dtype is dtypes.float16
     assert half.layer_norm(4).dtype is dtypes.float16
+
+
+def test_review_fixes_pad_dropout_attention_and_batch_norm():
+    t = Tensor(np.array([5.0]))
+    p = t.pad(((2, 2),), mode="edge")  # (one piece per axis: still a new tensor)
+    t[0] = 100.0
+    np.testing.assert_array_equal(p.numpy(), [5.0] * 5)
+    q = Tensor(np.array([5.0])).pad(((2, 2),), mode="reflect")
+    q[0] = 1.0
+    np.testing.assert_array_equal(q.numpy(), [1.0] + [5.0] * 4)
+    with pytest.raises(ValueError, match="takes no value"):
+        Tensor(np.arange(3.0)).pad(((1, 1),), 9, mode="reflect")
+    with pytest.raises(TypeError, match="give a float tensor"):
+        Tensor(np.arange(4)).dropout(0.5)
+    qk = Tensor(np.ones((4, 6), np.float32))
+    out = qk.scaled_dot_product_attention(Tensor(np.ones((6, 6), np.float32)), qk.T @ qk,
+                                          attn_mask=[[0.0] * 6] * 4)
+    assert out.dtype.np == np.float32
+    with pytest.raises(TypeError, match="attn_mask must be bool or float"):
+        qk.scaled_dot_product_attention(qk, qk, Tensor(np.zeros((4, 4), np.int64)))
+    x = Tensor(np.random.default_rng(0).random((4, 3)).astype(np.float32))
+    with pytest.raises(TypeError, match="updates its running_mean in place"):
+        x.batch_norm(np.zeros(3, np.float32), Tensor(np.ones(3, np.float32)), training=True)
+    with pytest.raises(TypeError, match="momentum must be a number"):
+        x.batch_norm(training=True, momentum=None)

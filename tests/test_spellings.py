@@ -214,3 +214,21 @@ def test_spelling_arguments_are_checked():
     assert x.detach() is x and x.clone() is not x
     assert x.size(1) == 3 and x.element_size() == 4
     assert x.eq(1).numpy().all() and not x.ne(1).numpy().any()
+
+
+def test_review_fixes_addmm_logit_dim_and_rot90():
+    c = Tensor(np.zeros((7, 7)))
+    with pytest.raises(ShapeError):
+        c.addmm(Tensor(np.ones((3, 4), np.float32)), Tensor(np.ones((4, 5), np.float32)), beta=0)
+    out = Tensor(np.zeros((3, 5))).addmm(Tensor(np.ones((3, 4), np.float32)),
+                                         Tensor(np.ones((4, 5), np.float32)), beta=0)
+    assert out.dtype.np == np.float64 and out.shape == (3, 5)
+    assert np.isfinite(Tensor(np.array([1.0], np.float16)).logit(1e-4).numpy()).all()
+    a = np.arange(6).reshape(2, 3)
+    np.testing.assert_array_equal(Tensor(a).repeat_interleave(2, dim=1).numpy(),
+                                  np.repeat(a, 2, 1))
+    v = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(Tensor(v).cross(Tensor(v[::-1].copy()), dim=0).numpy(),
+                                  np.cross(v, v[::-1], axis=0))
+    with pytest.raises(TypeError, match="two axes"):
+        Tensor(a).rot90(1, 0)

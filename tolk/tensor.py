@@ -2467,8 +2467,11 @@ class Tensor:
                 attn_mask = Tensor(np.asarray(attn_mask), device=scores.device)
             if attn_mask.dtype is dtypes.bool:
                 scores = attn_mask.where(scores, -math.inf)
+            elif attn_mask.dtype.is_float:  # (added in the scores' dtype, as PyTorch's)
+                scores = scores + attn_mask.cast(scores.dtype)
             else:
-                scores = scores + attn_mask
+                raise TypeError(f"scaled_dot_product_attention's attn_mask must be bool or "
+                                f"float, got {attn_mask.dtype.name}")
         weights = scores.softmax(-1)
         if dropout_p:
             weights = weights.dropout(dropout_p)
@@ -2478,6 +2481,9 @@ class Tensor:
         """Each element zeroed with probability `p`, the others scaled by ``1 / (1 - p)``
         (PyTorch's; ``Tensor.manual_seed`` makes it repeatable); itself when not `training`
         or p is 0, zeros when p is 1."""
+        if not self.dtype.is_float:
+            raise TypeError(f"dropout of a {self.dtype.name} tensor: it scales values, give a "
+                            "float tensor (as PyTorch)")
         p = float(p)
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout's p must be in [0, 1], got {p!r}")
@@ -2507,6 +2513,12 @@ class Tensor:
                                  (weight, "weight"), (bias, "bias"))]
         axes = tuple(a for a in range(x.ndim) if a != 1)
         if training:
+            for run, name in ((running_mean, "running_mean"), (running_var, "running_var")):
+                if run is not None and not isinstance(run, Tensor):
+                    raise TypeError(f"batch_norm in training updates its {name} in place: give "
+                                    f"a Tensor, got {type(run).__name__}")
+            if isinstance(momentum, bool) or not isinstance(momentum, (int, float)):
+                raise TypeError(f"batch_norm's momentum must be a number, got {momentum!r}")
             n = x.numel() // c if c else 0
             if n <= 1:
                 raise ValueError(f"batch_norm in training needs more than one value per "
@@ -3012,6 +3024,9 @@ class Tensor:
         tensor do not reach it (it is computed lazily: no copy is made unless one of them is
         written)."""
         if mode != "constant":
+            if not (isinstance(value, (int, float, np.number)) and value == 0):
+                raise ValueError(f"pad in mode {mode!r} takes no value (numpy refuses one too), "
+                                 f"got {value!r}"[:200])
             return self._pad_from_values(padding, mode)
         return self._pad(padding, value)._copy()
 
@@ -3046,7 +3061,7 @@ class Tensor:
                                                for a, d in enumerate(x.shape)))
                 pieces.append(piece)
             x = Tensor.cat(pieces, dim=axis) if len(pieces) > 1 else pieces[0]
-        return x if x is not self else self._copy()
+        return x._copy()  # (a new tensor also where an axis was one piece, a view)
 
     def _pad(self, padding, value: Scalar = 0) -> Tensor:
         """`pad`, as a view where `value` is 0 (internal: a strided slice is one)."""
@@ -3530,6 +3545,11 @@ class Tensor:
         ``[-len(self), len(self))`` raises numpy's IndexError when the kernel runs (before it
         stores anything; tinygrad clips, PyTorch raises too)."""
         if index is not None or dim is not None:
+            if dim is not None and idx is not None:
+                raise TypeError("gather got its dim twice (positionally and as dim=)")
+            if isinstance(idx, Tensor):
+                raise TypeError("gather(dim, index) takes the dim first (PyTorch's and "
+                                "tinygrad's order)")
             return self._gather_dim(idx if dim is None else dim, index)
         if not isinstance(idx, Tensor) or idx.dtype.is_float or idx.dtype is dtypes.bool:
             what = (f"a sharded tensor ({idx!r}): gather it with .to(device) first"
@@ -3898,7 +3918,13 @@ class Tensor:
             outs = tuple(math.floor(n * f) for n, f in zip(ins, factors))
             if any(o < 1 for o in outs):
                 raise ValueError(f"interpolate by {scale_factor!r} of sizes {ins} leaves none")
+        if any(n == 0 for n in ins):
+            raise ValueError(f"interpolate of a tensor of shape {self.shape}: an empty spatial "
+                             "axis has nothing to interpolate from")
         x = self if mode not in linear else self._float()
+        if mode in linear and x.dtype.itemsize == 2:  # (16-bit floats blend in float32)
+            return x.cast(dtypes.float32).interpolate(size, scale_factor, mode,
+                                                      align_corners).cast(x.dtype)
         for a, (n, out, f) in enumerate(zip(ins, outs, factors), start=2):
             if n == out and f in (None, 1.0):
                 continue
@@ -4139,6 +4165,7 @@ class Tensor:
         """``self + value * t1 / t2`` (PyTorch's addcdiv)."""
         return self + t1 / t2 * value if value != 1 else self + t1 / t2
 
+    @_half_in_float32
     def logit(self, eps: float | None = None) -> Tensor:
         """``log(p / (1 - p))``, p clamped to ``[eps, 1 - eps]`` when `eps` is given
         (PyTorch's logit)."""
@@ -4191,6 +4218,8 @@ class Tensor:
     def rot90(self, k: int = 1, axes=(0, 1)) -> Tensor:
         """numpy's rot90: `k` quarter turns from the first of `axes` toward the second."""
         k = int_arg(k, "rot90's k") % 4
+        if not isinstance(axes, (tuple, list)):
+            raise TypeError(f"rot90's axes must be two axes, got {axes!r}")
         if len(axes) != 2 or self.ndim < 2:
             raise ShapeError(f"rot90 needs two axes of a tensor with at least two, got {axes!r} "
                              f"for shape {self.shape}")
@@ -4218,6 +4247,7 @@ class Tensor:
             return self.reshape(1, self.shape[0], 1)
         return self.reshape(*self.shape, 1) if self.ndim == 2 else self
 
+    @_numpy_names
     def cross(self, other: Tensor, axis: int = -1) -> Tensor:
         """numpy's cross product of 3-vectors along `axis` (broadcast; other lengths refused)."""
         _all_tensors("cross", (other,))
@@ -4294,6 +4324,7 @@ class Tensor:
         d = self._float().unsqueeze(-2) - other._float().unsqueeze(-3)
         return d.norm(p, axis=-1)
 
+    @_numpy_names
     def repeat_interleave(self, repeats, axis: int | None = None) -> Tensor:
         """numpy's repeat (PyTorch's repeat_interleave): each element `repeats` times (an
         int, or one int per element along `axis`) along `axis` (None: of the flattened
@@ -4655,8 +4686,10 @@ def _ranked(what: str, ts: tuple, ranks: tuple) -> Tensor:
 
 def _scaled_sum(a: Tensor, beta, b: Tensor, alpha) -> Tensor:
     """``beta * a + alpha * b`` (a factor of 1 left out; beta 0 ignores a, nan and all)."""
-    if beta == 0:
-        return b * alpha if alpha != 1 else b._copy()
+    if beta == 0:  # (a's shape and dtype still count: it must broadcast, and it promotes)
+        shape = _broadcast_shape(a.shape, b.shape)
+        out = (b * alpha if alpha != 1 else b._copy()).cast(least_upper_dtype(a.dtype, b.dtype))
+        return out._broadcast_to(shape)
     return (a * beta if beta != 1 else a) + (b * alpha if alpha != 1 else b)
 
 
