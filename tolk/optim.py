@@ -1,0 +1,132 @@
+"""Optimizers over tensors marked ``requires_grad``: PyTorch's SGD, Adam and AdamW updates,
+each step a set of assigns into the parameters and the optimizer's state, realized together
+(one schedule for the forward pass, the gradients and every update).
+
+The step count and the state live in tensors, so every step builds the same graph and
+reuses the cached schedule (a Python number that changed each step would make each step a
+new program)."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tolk.tensor import Tensor
+
+
+class Optimizer:
+    """Parameters (float tensors, marked ``requires_grad``) and a learning rate; `step`
+    applies one update from their `grad` (a parameter without one is left as it is) and
+    realizes; `zero_grad` forgets the gradients."""
+
+    def __init__(self, params: Iterable[Tensor], lr: float) -> None:
+        self.params = list(params)
+        if not self.params:
+            raise ValueError("an optimizer needs at least one parameter")
+        for p in self.params:
+            if not isinstance(p, Tensor) or not p.dtype.is_float:
+                raise TypeError(f"an optimizer's parameters must be float Tensors, got "
+                                f"{getattr(p, 'dtype', type(p).__name__)}")
+            p.requires_grad = True
+        if not lr >= 0:
+            raise ValueError(f"the learning rate must be >= 0, got {lr!r}")
+        self.lr = float(lr)
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    def step(self) -> None:
+        state = []
+        for i, p in enumerate(self.params):
+            if p.grad is not None:
+                state += self._update(i, p, p.grad.cast(p.dtype))
+        Tensor.realize(*self.params, *state)
+
+    def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
+        raise NotImplementedError
+
+
+def _zeros_like(p: Tensor) -> Tensor:
+    return Tensor.zeros(*p.shape, dtype=p.dtype, device=p.device).contiguous().realize()
+
+
+def _scalar(p: Tensor) -> Tensor:
+    """A 0-d state of `p`'s dtype and device, 0 (a step count, a flag)."""
+    return Tensor.full((), 0.0, p.dtype, p.device).contiguous().realize()
+
+
+class SGD(Optimizer):
+    """PyTorch's SGD: ``g = grad + weight_decay * p``; with momentum, ``buf = momentum *
+    buf + (1 - dampening) * g`` (the first step's buf is g) and g is buf, or ``g +
+    momentum * buf`` with `nesterov`; then ``p -= lr * g``."""
+
+    def __init__(self, params: Iterable[Tensor], lr: float = 1e-3, momentum: float = 0.0,
+                 dampening: float = 0.0, weight_decay: float = 0.0,
+                 nesterov: bool = False) -> None:
+        super().__init__(params, lr)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("SGD's nesterov needs a momentum > 0 and no dampening")
+        self.momentum, self.dampening = float(momentum), float(dampening)
+        self.weight_decay, self.nesterov = float(weight_decay), nesterov
+        self.bufs = [_zeros_like(p) for p in self.params] if momentum else []
+        self.started = [_scalar(p) for p in self.params] if momentum else []
+
+    def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
+        if self.weight_decay:
+            g = g + p * self.weight_decay
+        out = []
+        if self.momentum:
+            buf, started = self.bufs[i], self.started[i]  # (started: 0 before the first step)
+            new = (started > 0).where(buf * self.momentum + g * (1 - self.dampening), g)
+            buf.assign(new)
+            started.assign(started.full_like(1.0))
+            g = g + new * self.momentum if self.nesterov else new
+            out += [buf, started]
+        p.assign(p - g * self.lr)
+        return out
+
+
+class Adam(Optimizer):
+    """PyTorch's Adam: ``m = b1 * m + (1 - b1) * g``, ``v = b2 * v + (1 - b2) * g**2``,
+    ``p -= lr * (m / (1 - b1**t)) / (sqrt(v / (1 - b2**t)) + eps)``, with ``g = grad +
+    weight_decay * p`` (L2 penalty); `AdamW` decays the parameter instead."""
+
+    decoupled = False
+
+    def __init__(self, params: Iterable[Tensor], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0) -> None:
+        super().__init__(params, lr)
+        b1, b2 = betas
+        if not (0 <= b1 < 1 and 0 <= b2 < 1):
+            raise ValueError(f"Adam's betas must be in [0, 1), got {betas!r}")
+        self.b1, self.b2, self.eps, self.weight_decay = float(b1), float(b2), float(eps), \
+            float(weight_decay)
+        self.m = [_zeros_like(p) for p in self.params]
+        self.v = [_zeros_like(p) for p in self.params]
+        self.t = [_scalar(p) for p in self.params]
+
+    def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
+        m, v, t = self.m[i], self.v[i], self.t[i]
+        if self.weight_decay and not self.decoupled:
+            g = g + p * self.weight_decay
+        t.assign(t + 1)
+        m.assign(m * self.b1 + g * (1 - self.b1))
+        v.assign(v * self.b2 + g * g * (1 - self.b2))
+        m_hat = m / (1 - t.full_like(self.b1) ** t)
+        v_hat = v / (1 - t.full_like(self.b2) ** t)
+        base = p * (1 - self.lr * self.weight_decay) if self.decoupled and self.weight_decay \
+            else p
+        p.assign(base - m_hat / (v_hat.sqrt() + self.eps) * self.lr)
+        return [m, v, t]
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (PyTorch's AdamW: ``p *= 1 - lr * weight_decay``
+    before the update; its default weight_decay is 0.01)."""
+
+    decoupled = True
+
+    def __init__(self, params: Iterable[Tensor], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.01) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay)
