@@ -17,3 +17,9 @@ def test_decode_example_jit_equals_eager_and_numpy(capsys):
     finally:
         sys.path.remove(str(ROOT / "examples"))
     assert "equals eager decoding token for token" in capsys.readouterr().out
+
+
+def test_train_example_learns_and_its_jitted_steps_equal_eager_ones(capsys):
+    mod = runpy.run_path(str(ROOT / "examples" / "train.py"))
+    assert mod["main"](steps=300) == 0
+    assert "accuracy 1.000" in capsys.readouterr().out

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from tolk.dtype import dtypes
 from tolk.errors import GradientError
 from tolk.uop.ops import Ops, UOp
+from tolk.uop.shape import shape_of
 
 
 def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
@@ -50,7 +51,7 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
             raise GradientError(f"gradient: no rule for {n.op.name} (a node of shape "
                                 f"{Tensor(n).shape} and dtype {n.dtype.name} on the way to a "
                                 "target)")
-        for s, gs in zip(n.src, rule(n, g, [Tensor(s) for s in n.src], Tensor(n))):
+        for s, gs in zip(n.src, rule(n, g, _Sources(n))):
             if gs is None or not leads[s] or not s.dtype.is_float:
                 continue
             if gs.dtype is not s.dtype:
@@ -92,6 +93,37 @@ def _through(g, chain: list[UOp]):
 _INJECTIVE = frozenset({Ops.RESHAPE, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP})
 
 
+class _Sources:
+    """A node's sources as Tensors, each made when a rule first asks for it (a tensor costs
+    its registration), the node's own value (`out`) and the sources' shapes (no tensor)."""
+
+    __slots__ = ("node", "made")
+
+    def __init__(self, node: UOp) -> None:
+        self.node, self.made = node, {}
+
+    def __getitem__(self, i: int):
+        t = self.made.get(i)
+        if t is None:
+            from tolk.tensor import Tensor
+            t = self.made[i] = Tensor(self.node.src[i])
+        return t
+
+    def __len__(self) -> int:
+        return len(self.node.src)
+
+    @property
+    def out(self):
+        t = self.made.get("out")
+        if t is None:
+            from tolk.tensor import Tensor
+            t = self.made["out"] = Tensor(self.node)
+        return t
+
+    def shape(self, i: int) -> tuple:
+        return shape_of(self.node.src[i])
+
+
 _LEAVES = frozenset({Ops.BUFFER, Ops.AFTER, Ops.CONST, Ops.PARAM, Ops.BIND, Ops.DEFINE_VAR,
                      Ops.SLICE})
 Rule = Callable[[UOp, object, list, object], tuple]
@@ -103,50 +135,50 @@ def _no_binds(n: UOp) -> None:
                             "has no rule")
 
 
-def _reduce(n: UOp, g, s, out):
+def _reduce(n: UOp, g, s):
     op, axes = n.arg
-    x = s[0]
     if op is Ops.ADD:
-        return (g.expand(x.shape),)
+        return (g.expand(s.shape(0)),)
     if op in (Ops.MAX, Ops.MIN):  # (ties share the gradient equally, as PyTorch's)
+        x, out = s[0], s.out
         hit = (x == out.expand(x.shape)).cast(g.dtype)
         return (hit * (g / hit.sum(axes, keepdim=True)).expand(x.shape),)
     raise GradientError(f"gradient: no rule for REDUCE_AXIS {op.name} (a product's gradient "
                         "divides by zeros)")
 
 
-def _expand(n: UOp, g, s, out):
+def _expand(n: UOp, g, s):
     _no_binds(n)
-    grown = tuple(i for i, (a, b) in enumerate(zip(s[0].shape, out.shape)) if a != b)
+    grown = tuple(i for i, (a, b) in enumerate(zip(s.shape(0), shape_of(n))) if a != b)
     return (g.sum(grown, keepdim=True) if grown else g,)
 
 
-def _permute(n: UOp, g, s, out):
+def _permute(n: UOp, g, s):
     _no_binds(n)
     return (g.permute([n.arg.index(i) for i in range(len(n.arg))]),)
 
 
-def _pad(n: UOp, g, s, out):
+def _pad(n: UOp, g, s):
     _no_binds(n)
-    return (g.shrink(tuple((b, b + size) for (b, _), size in zip(n.arg, s[0].shape))),)
+    return (g.shrink(tuple((b, b + size) for (b, _), size in zip(n.arg, s.shape(0)))),)
 
 
-def _shrink(n: UOp, g, s, out):
+def _shrink(n: UOp, g, s):
     _no_binds(n)
-    return (g._pad(tuple((b, size - e) for (b, e), size in zip(n.arg, s[0].shape))),)
+    return (g._pad(tuple((b, size - e) for (b, e), size in zip(n.arg, s.shape(0)))),)
 
 
-def _flip(n: UOp, g, s, out):
+def _flip(n: UOp, g, s):
     _no_binds(n)
     return (g.flip(n.arg),)
 
 
-def _reshape(n: UOp, g, s, out):
+def _reshape(n: UOp, g, s):
     _no_binds(n)
-    return (g.reshape(s[0].shape),)
+    return (g.reshape(s.shape(0)),)
 
 
-def _where(n: UOp, g, s, out):
+def _where(n: UOp, g, s):
     return None, s[0].where(g, 0), s[0].where(0, g)
 
 
@@ -158,15 +190,15 @@ def _ties(g, a, b, first_wins):
     return g * share, g * (1 - share)
 
 
-def _pow(n: UOp, g, s, out):
-    a, b = s
+def _pow(n: UOp, g, s):
+    a, b, out = s[0], s[1], s.out
     da = (b == 0).where(0, g * b * a ** (b - 1))
     db = ((a == 0) & (b >= 0)).where(0, g * out * a.log())
     return da, db
 
 
-def _gather(n: UOp, g, s, out):
-    src, idx = s
+def _gather(n: UOp, g, s):
+    src, idx = s[0], s[1]
     rest = src.shape[1:]
     zeros = src.full_like(0.0) if src.dtype.is_float else None
     if zeros is None:
@@ -175,19 +207,19 @@ def _gather(n: UOp, g, s, out):
     return zeros.index_add(0, flat, g.reshape((idx.numel(),) + rest)), None
 
 
-def _scatter_add(n: UOp, g, s, out):
-    base, idx, vals = s
+def _scatter_add(n: UOp, g, s):
+    idx, vals = s[1], s[2]
     return g, None, g.gather(idx).cast(vals.dtype)
 
 
-def _scan(n: UOp, g, s, out):
+def _scan(n: UOp, g, s):
     op, axis = n.arg
     if op is not Ops.ADD:
         raise GradientError("gradient: no rule for a running product (SCAN MUL)")
     return (g.flip(axis).cumsum(axis).flip(axis),)
 
 
-def _sort(n: UOp, g, s, out):
+def _sort(n: UOp, g, s):
     axis, descending, indices = n.arg
     if indices:
         return (None,)
@@ -197,53 +229,53 @@ def _sort(n: UOp, g, s, out):
     return (g.take_along_axis(back, axis),)
 
 
-def _copy(n: UOp, g, s, out):
+def _copy(n: UOp, g, s):
     return (g.to(s[0].device),)
 
 
 _SQRT_PI_2 = 2 / math.sqrt(math.pi)
 _RULES: dict[Ops, Rule] = {
-    Ops.ADD: lambda n, g, s, o: (g, g),
-    Ops.SUB: lambda n, g, s, o: (g, -g),
-    Ops.MUL: lambda n, g, s, o: (g * s[1], g * s[0]),
-    Ops.DIV: lambda n, g, s, o: (g / s[1], -g * o / s[1]),
-    Ops.NEG: lambda n, g, s, o: (-g,),
-    Ops.EXP: lambda n, g, s, o: (g * o,),
-    Ops.EXP2: lambda n, g, s, o: (g * o * math.log(2),),
-    Ops.EXPM1: lambda n, g, s, o: (g * (o + 1),),
-    Ops.LOG: lambda n, g, s, o: (g / s[0],),
-    Ops.LOG2: lambda n, g, s, o: (g / (s[0] * math.log(2)),),
-    Ops.LOG1P: lambda n, g, s, o: (g / (s[0] + 1),),
-    Ops.SQRT: lambda n, g, s, o: (g / (o * 2),),
-    Ops.RECIPROCAL: lambda n, g, s, o: (-g * o * o,),
-    Ops.SIN: lambda n, g, s, o: (g * s[0].cos(),),
-    Ops.COS: lambda n, g, s, o: (-g * s[0].sin(),),
-    Ops.TAN: lambda n, g, s, o: (g * (o * o + 1),),
-    Ops.TANH: lambda n, g, s, o: (g * (1 - o * o),),
-    Ops.SINH: lambda n, g, s, o: (g * s[0].cosh(),),
-    Ops.COSH: lambda n, g, s, o: (g * s[0].sinh(),),
-    Ops.ASIN: lambda n, g, s, o: (g * (1 - s[0] * s[0]).rsqrt(),),
-    Ops.ACOS: lambda n, g, s, o: (-g * (1 - s[0] * s[0]).rsqrt(),),
-    Ops.ATAN: lambda n, g, s, o: (g / (s[0] * s[0] + 1),),
-    Ops.ASINH: lambda n, g, s, o: (g * (s[0] * s[0] + 1).rsqrt(),),
-    Ops.ACOSH: lambda n, g, s, o: (g * (s[0] * s[0] - 1).rsqrt(),),
-    Ops.ATANH: lambda n, g, s, o: (g / (1 - s[0] * s[0]),),
-    Ops.ERF: lambda n, g, s, o: (g * (-s[0] * s[0]).exp() * _SQRT_PI_2,),
-    Ops.ERFC: lambda n, g, s, o: (-g * (-s[0] * s[0]).exp() * _SQRT_PI_2,),
-    Ops.ABS: lambda n, g, s, o: (g * s[0].sign(),),
+    Ops.ADD: lambda n, g, s: (g, g),
+    Ops.SUB: lambda n, g, s: (g, -g),
+    Ops.MUL: lambda n, g, s: (g * s[1], g * s[0]),
+    Ops.DIV: lambda n, g, s: (g / s[1], -g * s.out / s[1]),
+    Ops.NEG: lambda n, g, s: (-g,),
+    Ops.EXP: lambda n, g, s: (g * s.out,),
+    Ops.EXP2: lambda n, g, s: (g * s.out * math.log(2),),
+    Ops.EXPM1: lambda n, g, s: (g * (s.out + 1),),
+    Ops.LOG: lambda n, g, s: (g / s[0],),
+    Ops.LOG2: lambda n, g, s: (g / (s[0] * math.log(2)),),
+    Ops.LOG1P: lambda n, g, s: (g / (s[0] + 1),),
+    Ops.SQRT: lambda n, g, s: (g / (s.out * 2),),
+    Ops.RECIPROCAL: lambda n, g, s: (-g * s.out * s.out,),
+    Ops.SIN: lambda n, g, s: (g * s[0].cos(),),
+    Ops.COS: lambda n, g, s: (-g * s[0].sin(),),
+    Ops.TAN: lambda n, g, s: (g * (s.out * s.out + 1),),
+    Ops.TANH: lambda n, g, s: (g * (1 - s.out * s.out),),
+    Ops.SINH: lambda n, g, s: (g * s[0].cosh(),),
+    Ops.COSH: lambda n, g, s: (g * s[0].sinh(),),
+    Ops.ASIN: lambda n, g, s: (g * (1 - s[0] * s[0]).rsqrt(),),
+    Ops.ACOS: lambda n, g, s: (-g * (1 - s[0] * s[0]).rsqrt(),),
+    Ops.ATAN: lambda n, g, s: (g / (s[0] * s[0] + 1),),
+    Ops.ASINH: lambda n, g, s: (g * (s[0] * s[0] + 1).rsqrt(),),
+    Ops.ACOSH: lambda n, g, s: (g * (s[0] * s[0] - 1).rsqrt(),),
+    Ops.ATANH: lambda n, g, s: (g / (1 - s[0] * s[0]),),
+    Ops.ERF: lambda n, g, s: (g * (-s[0] * s[0]).exp() * _SQRT_PI_2,),
+    Ops.ERFC: lambda n, g, s: (-g * (-s[0] * s[0]).exp() * _SQRT_PI_2,),
+    Ops.ABS: lambda n, g, s: (g * s[0].sign(),),
     Ops.POW: _pow,
-    Ops.MAX: lambda n, g, s, o: _ties(g, s[0], s[1], True),
-    Ops.MIN: lambda n, g, s, o: _ties(g, s[0], s[1], False),
-    Ops.ATAN2: lambda n, g, s, o: (g * s[1] / (s[0] * s[0] + s[1] * s[1]),
+    Ops.MAX: lambda n, g, s: _ties(g, s[0], s[1], True),
+    Ops.MIN: lambda n, g, s: _ties(g, s[0], s[1], False),
+    Ops.ATAN2: lambda n, g, s: (g * s[1] / (s[0] * s[0] + s[1] * s[1]),
                                    -g * s[0] / (s[0] * s[0] + s[1] * s[1])),
-    Ops.HYPOT: lambda n, g, s, o: (g * s[0] / o, g * s[1] / o),
-    Ops.FMOD: lambda n, g, s, o: (g, -g * (s[0] / s[1]).trunc()),
-    Ops.MOD: lambda n, g, s, o: (g, -g * (s[0] / s[1]).floor()),
-    Ops.COPYSIGN: lambda n, g, s, o: (g * s[0].full_like(1.0).copysign(s[0]) *
+    Ops.HYPOT: lambda n, g, s: (g * s[0] / s.out, g * s[1] / s.out),
+    Ops.FMOD: lambda n, g, s: (g, -g * (s[0] / s[1]).trunc()),
+    Ops.MOD: lambda n, g, s: (g, -g * (s[0] / s[1]).floor()),
+    Ops.COPYSIGN: lambda n, g, s: (g * s[0].full_like(1.0).copysign(s[0]) *
                                       s[0].full_like(1.0).copysign(s[1]), None),
     Ops.WHERE: _where,
-    Ops.CAST: lambda n, g, s, o: (g,),
-    Ops.CONTIGUOUS: lambda n, g, s, o: (g,),
+    Ops.CAST: lambda n, g, s: (g,),
+    Ops.CONTIGUOUS: lambda n, g, s: (g,),
     Ops.COPY: _copy,
     Ops.REDUCE_AXIS: _reduce,
     Ops.RESHAPE: _reshape,
@@ -258,4 +290,4 @@ _RULES: dict[Ops, Rule] = {
     Ops.SORT: _sort,
 }
 for _op in (Ops.SIGN, Ops.FLOOR, Ops.CEIL, Ops.TRUNC, Ops.RINT):  # (flat: zero gradients)
-    _RULES[_op] = lambda n, g, s, o: (g * 0,)
+    _RULES[_op] = lambda n, g, s: (g * 0,)
