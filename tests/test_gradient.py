@@ -200,11 +200,12 @@ def test_backward_accumulates_and_gradient_errors_name_the_problem():
     np.testing.assert_array_equal(w.grad.numpy(), [5.0, 7.0])
     assert w.requires_grad and not Tensor(np.ones(2)).requires_grad
     y = (w * 2).sum()
-    y.realize()
-    with pytest.raises(GradientError, match="do not appear in the graph"):
-        y.gradient(w)
+    y.realize()  # (a tensor is marked: realize remembers the graph, gradients look through)
+    np.testing.assert_array_equal(y.gradient(w)[0].numpy(), [2.0, 2.0])
+    plain = Tensor(np.array([1.0, 2.0]))
+    z = (plain * 2).sum()
     with pytest.raises(GradientError, match="reads no tensor marked requires_grad"):
-        y.backward()
+        z.backward()
     with pytest.raises(ShapeError, match="needs the gradient of its output"):
         (w * 2).gradient(w)
     np.testing.assert_array_equal((w * 2).gradient(w, gradient=Tensor(np.array([1.0, -1.0])))[0]
@@ -259,3 +260,64 @@ def test_gradients_of_views_lazy_targets_and_16_bit_floats():
     (w * Tensor(np.array([1.0, 2.0, 3.0]))).sum().backward()
     np.testing.assert_array_equal(w.grad.numpy(), [1.0, 2.0, 3.0])
     assert Tensor.randn(2, requires_grad=True).requires_grad
+
+
+def test_realized_values_in_place_ops_detach_constants_and_flat_paths():
+    x = Tensor(np.array([[1.0, 2.0], [3.0, -4.0]]))
+    w = Tensor(np.array([0.5, -1.0]), requires_grad=True).realize()
+    logits = x @ w
+    loss = logits.square().mean() + (w * w).sum() * 0.01
+    logits.numpy()  # (read before backward: the gradient still passes through it)
+    loss.item()
+    loss.backward()
+    xs = np.array([[1.0, 2.0], [3.0, -4.0]])
+    want = xs.T @ (2 * (xs @ [0.5, -1.0]) / 2) + 0.02 * np.array([0.5, -1.0])
+    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-12)
+    h = w * 2
+    h += 1.0  # (an in-place op: an assign; gradients do not pass through one)
+    with pytest.raises(GradientError, match="assign's result"):
+        (h * w).sum().gradient(w)
+    v = Tensor(np.array([1.0, 2.0, 3.0]))
+    (g,) = (v.detach() * 2 + v).sum().gradient(v)
+    np.testing.assert_array_equal(g.numpy(), [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(v.detach().numpy(), [1.0, 2.0, 3.0])
+    (flat,) = (v > 1).float().sum().gradient(v)  # (only through a comparison: zeros)
+    np.testing.assert_array_equal(flat.numpy(), [0.0, 0.0, 0.0])
+    b1 = Tensor.zeros(2, requires_grad=True)
+    b2 = Tensor.zeros(2, requires_grad=True)  # (equal constants: marked, each its own buffer)
+    ((Tensor(np.array([1.0, -2.0])) + b1).relu() * 3 + b2).sum().backward()
+    np.testing.assert_array_equal(b1.grad.numpy(), [3.0, 0.0])
+    np.testing.assert_array_equal(b2.grad.numpy(), [1.0, 1.0])
+    with pytest.raises(GradientError, match="lazy constant"):
+        (Tensor.ones(2) * 3).sum().gradient(Tensor.ones(2))
+    with pytest.raises(TypeError, match="must be float64"):
+        w.grad = Tensor(np.ones(2, np.float32))
+
+
+def test_threads_add_into_one_grad_and_a_jit_capture_refuses_a_stale_grad():
+    import threading
+
+    from tolk import jit
+    from tolk.errors import JitError
+    w = Tensor(np.ones(3), requires_grad=True).realize()
+
+    def work():
+        for _ in range(20):
+            (w * 2).sum().backward()
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    np.testing.assert_array_equal(w.grad.numpy(), [160.0] * 3)
+
+    @jit
+    def step(x):
+        (x * w).sum().backward()  # (no reset: the grad from before the capture is added to)
+        return w.grad
+
+    w.grad = None
+    step(Tensor(np.ones(3)))
+    with pytest.raises(JitError, match="reset the grads"):
+        step(Tensor(np.ones(3)))

@@ -211,7 +211,7 @@ def test_spelling_arguments_are_checked():
     for call, err, msg in cases_:
         with pytest.raises(err, match=msg):
             call()
-    assert x.detach() is x and x.clone() is not x
+    assert x.detach() is not x and x.clone() is not x
     assert x.size(1) == 3 and x.element_size() == 4
     assert x.eq(1).numpy().all() and not x.ne(1).numpy().any()
 

@@ -16,10 +16,12 @@ looked at."""
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Sequence
 
 from tolk.dtype import dtypes
 from tolk.errors import GradientError
+from tolk.uop.form import form_of
 from tolk.uop.ops import Ops, UOp
 from tolk.uop.shape import shape_of
 
@@ -31,17 +33,30 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
     buffer state: a tensor realized or assigned after `root` was built), else None."""
     from tolk.tensor import Tensor
     views = [_view_chain(t.uop) for t in targets]
+    for t, (below, _) in zip(targets, views):
+        if form_of(below) is below and below.op is not Ops.BUFFER:
+            raise GradientError(f"gradient with respect to a lazy constant of shape {t.shape} "
+                                "(equal constants share one node): realize it, or mark it "
+                                "requires_grad, before building the graph")
     wanted = {below for below, _ in views}
-    order = root.uop.toposort()  # (children first; an iterative walk)
+    top = _through_realized(root.uop, wanted)
+    order = top.toposort()  # (children first; an iterative walk)
     leads: dict[UOp, bool] = {}
+    under: dict[UOp, bool] = {}  # (reaches a target by any path, through assigns too)
     for n in order:
+        under[n] = n in wanted or any(under[s] for s in n.src)
         leads[n] = n in wanted or (n.op not in _LEAVES and any(leads[s] for s in n.src))
+        if n.op is Ops.AFTER and under[n] and n not in wanted:
+            raise GradientError("gradient: the graph reads an assign's result (an in-place op, "
+                                "setitem or pending assign) whose value depends on a target; "
+                                "gradients do not pass through assigns: build it from values")
     missing = [t for t, (below, _) in zip(targets, views) if not leads.get(below, False)]
     if missing and strict:
         raise GradientError(f"gradient: {len(missing)} target(s) (the first of shape "
                             f"{missing[0].shape}) do not appear in the graph of this tensor "
-                            "(not used by it, or realized or assigned after it was built)")
-    grads: dict[UOp, Tensor] = {root.uop: seed}
+                            "(not used by it, or realized or assigned after it was built "
+                            "while no tensor was marked requires_grad)")
+    grads: dict[UOp, Tensor] = {top: seed}
     for n in reversed(order):
         g = grads.pop(n, None) if n not in wanted else grads.get(n)
         if g is None or n.op in _LEAVES or not any(leads[s] for s in n.src):
@@ -57,8 +72,37 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
             if gs.dtype is not s.dtype:
                 gs = gs.cast(s.dtype)
             grads[s] = gs if s not in grads else grads[s] + gs
-    return [None if (g := grads.get(below)) is None else _through(g, chain)
-            for below, chain in views]
+    out = []
+    for t, (below, chain) in zip(targets, views):
+        if not leads.get(below, False):
+            out.append(None)
+        elif (g := grads.get(below)) is None:  # (read only through ops without a gradient:
+            out.append(t.zeros_like())  # comparisons, casts to ints, a where's condition)
+        else:
+            out.append(_through(g, chain))
+    return out
+
+
+# A realized tensor's buffer view -> the graph it was computed from, recorded by realize
+# while some tensor is marked requires_grad (`note_realized`): gradients look through it, so
+# reading a value (a loss's item, an activation) before backward changes nothing.
+_origins: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
+
+
+def note_realized(view: UOp, graph: UOp) -> None:
+    _origins[view] = graph
+
+
+def _through_realized(u: UOp, keep: set[UOp]) -> UOp:
+    """`u` with every recorded realized view in its graph but those in `keep` (the targets)
+    replaced by the graph it came from (and theirs, until none is left)."""
+    for _ in range(64):
+        found = {n: g for n in u.toposort() if n not in keep and (g := _origins.get(n))
+                 is not None}
+        if not found:
+            return u
+        u = u.substitute(found)
+    return u
 
 
 def _view_chain(u: UOp) -> tuple[UOp, list[UOp]]:
@@ -274,7 +318,7 @@ _RULES: dict[Ops, Rule] = {
     Ops.COPYSIGN: lambda n, g, s: (g * s[0].full_like(1.0).copysign(s[0]) *
                                       s[0].full_like(1.0).copysign(s[1]), None),
     Ops.WHERE: _where,
-    Ops.CAST: lambda n, g, s: (g,),
+    Ops.CAST: lambda n, g, s: (None,) if n.arg == "detach" else (g,),
     Ops.CONTIGUOUS: lambda n, g, s: (g,),
     Ops.COPY: _copy,
     Ops.REDUCE_AXIS: _reduce,
@@ -291,3 +335,5 @@ _RULES: dict[Ops, Rule] = {
 }
 for _op in (Ops.SIGN, Ops.FLOOR, Ops.CEIL, Ops.TRUNC, Ops.RINT):  # (flat: zero gradients)
     _RULES[_op] = lambda n, g, s: (g * 0,)
+_RULES[Ops.IDIV] = lambda n, g, s: (g * 0, g * 0)  # (a float floor division: flat too)
+_RULES[Ops.BITCAST] = lambda n, g, s: (None,)  # (the bits of another type: no gradient)

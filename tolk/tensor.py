@@ -736,8 +736,14 @@ class Tensor:
             raise _gradient.GradientError(
                 "backward: this tensor's graph reads no tensor marked requires_grad (none "
                 "marked, or each realized or assigned after this tensor was built)")
-        for t, g in zip(wanted, grads):
-            if g is not None:
+        with registry_lock:  # (threads adding into one tensor's grad add both)
+            for t, g in zip(wanted, grads):
+                if g is None:
+                    continue
+                if t.grad is not None and _realize.capturing:
+                    raise _jit.JitError("backward inside a jit capture adds to a grad from "
+                                        "before it (a replay would not): reset the grads "
+                                        "(zero_grad) inside the captured step")
                 t.grad = g if t.grad is None else t.grad + g
         return self
 
@@ -768,6 +774,8 @@ class Tensor:
         if value and not self.dtype.is_float:
             raise TypeError(f"requires_grad of a {self.dtype.name} tensor: only float tensors "
                             "have gradients")
+        if value and form_of(self.uop) is self.uop:  # (a lazy constant shares its node with
+            self.realize()  # every equal one: its own buffer gives it a gradient of its own)
         with registry_lock:
             (_grad_wanted.add if value else _grad_wanted.discard)(self)
 
@@ -788,6 +796,9 @@ class Tensor:
         if g is not None and (not isinstance(g, Tensor) or g.shape != self.shape):
             raise ShapeError(f"a grad must be None or a Tensor of shape {self.shape}, got "
                              f"{getattr(g, 'shape', type(g).__name__)}")
+        if g is not None and g.dtype is not self.dtype:
+            raise TypeError(f"a grad of a {self.dtype.name} tensor must be {self.dtype.name}, "
+                            f"got {g.dtype.name}")
         self._grad = g
 
     # -- properties ---------------------------------------------------------------------------
@@ -4090,8 +4101,9 @@ class Tensor:
         return self._copy()
 
     def detach(self) -> Tensor:
-        """The tensor itself: tolk keeps no gradients to detach from (PyTorch's spelling)."""
-        return self
+        """A tensor with these values that gradients do not pass through (PyTorch's
+        detach; a view of the same values, marked: no copy is made)."""
+        return Tensor(UOp(Ops.CAST, self.dtype, (self.uop,), "detach"))
 
     def size(self, dim: int | None = None):
         """PyTorch's size: the shape, or its length along `dim`."""
@@ -5097,4 +5109,6 @@ __all__ = ["Tensor"]
 # cache hits included, goes through here)
 from tolk import callify as _callify  # noqa: E402
 from tolk import gradient as _gradient  # noqa: E402
+from tolk.engine import jit as _jit  # noqa: E402
+from tolk.engine import realize as _realize  # noqa: E402
 from tolk import indexing as _indexing  # noqa: E402
