@@ -200,8 +200,9 @@ def test_backward_accumulates_and_gradient_errors_name_the_problem():
     np.testing.assert_array_equal(w.grad.numpy(), [5.0, 7.0])
     assert w.requires_grad and not Tensor(np.ones(2)).requires_grad
     y = (w * 2).sum()
-    y.realize()  # (a tensor is marked: realize remembers the graph, gradients look through)
-    np.testing.assert_array_equal(y.gradient(w)[0].numpy(), [2.0, 2.0])
+    y.realize()  # (its graph is gone: a gradient through it is refused, never cut short)
+    with pytest.raises(GradientError, match="realized before this gradient"):
+        y.gradient(w)
     plain = Tensor(np.array([1.0, 2.0]))
     z = (plain * 2).sum()
     with pytest.raises(GradientError, match="reads no tensor marked requires_grad"):
@@ -267,16 +268,31 @@ def test_realized_values_in_place_ops_detach_constants_and_flat_paths():
     w = Tensor(np.array([0.5, -1.0]), requires_grad=True).realize()
     logits = x @ w
     loss = logits.square().mean() + (w * w).sum() * 0.01
-    logits.numpy()  # (read before backward: the gradient still passes through it)
-    loss.item()
+    logits.numpy()  # (read before backward: the path through it would be cut, so refused)
+    with pytest.raises(GradientError, match="realized before this gradient"):
+        loss.backward()
+    loss = (x @ w).square().mean() + (w * w).sum() * 0.01
     loss.backward()
+    loss.item()  # (read after backward: fine)
     xs = np.array([[1.0, 2.0], [3.0, -4.0]])
     want = xs.T @ (2 * (xs @ [0.5, -1.0]) / 2) + 0.02 * np.array([0.5, -1.0])
     np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-12)
+    p = Tensor(np.array([1.0, 2.0]), requires_grad=True).realize()
+    h = p * 3
+    h.requires_grad = True
+    h.realize()  # (a marked value realized from another marked one)
+    with pytest.raises(GradientError, match="realized before this gradient"):
+        (h * h).sum().backward()
+    frozen = (Tensor(np.array([1.0, 2.0])) * 3).realize()  # (reads no marked tensor: fine)
+    np.testing.assert_array_equal((frozen * p).sum().gradient(p)[0].numpy(), [3.0, 6.0])
     h = w * 2
     h += 1.0  # (an in-place op: an assign; gradients do not pass through one)
-    with pytest.raises(GradientError, match="assign's result"):
+    with pytest.raises(GradientError, match="assign's result|realized before"):
         (h * w).sum().gradient(w)
+    pending = Tensor(np.zeros(2)).realize()
+    pending.assign(w * 3)  # (a pending assign of a value read from a target)
+    with pytest.raises(GradientError, match="assign's result"):
+        (pending * pending).sum().gradient(w)
     v = Tensor(np.array([1.0, 2.0, 3.0]))
     (g,) = (v.detach() * 2 + v).sum().gradient(v)
     np.testing.assert_array_equal(g.numpy(), [1.0, 1.0, 1.0])

@@ -124,3 +124,28 @@ def test_optimizer_arguments_are_checked():
     opt.step()  # (no gradient yet: nothing changes)
     np.testing.assert_array_equal(w.numpy(), [0.0, 0.0])
     assert w.requires_grad
+
+
+def test_adam_counts_steps_past_16_bit_and_checks_hyperparameters():
+    w = Tensor(np.array([1.0, -1.0], np.float16)).realize()
+    opt = Adam([w], lr=0.1)
+    w.grad = Tensor(np.array([0.5, -0.5], np.float16))
+    opt.step()  # (PyTorch's first step moves each weight by lr * sign(g))
+    np.testing.assert_allclose(w.numpy().astype(np.float64), [0.9, -0.9], atol=1e-3)
+    assert opt.t[0].dtype.np == np.float32
+    for _ in range(3):
+        w.grad = Tensor(np.array([0.5, -0.5], np.float16))
+        opt.step()
+    assert opt.t[0].item() == 4.0
+    opt.t[0].assign(Tensor(np.float32(3000.0))).realize()  # (past float16's 2048)
+    w.grad = Tensor(np.array([0.5, -0.5], np.float16))
+    opt.step()
+    assert opt.t[0].item() == 3001.0
+    with pytest.raises(ValueError, match="momentum must be >= 0"):
+        SGD([w], momentum=-0.5)
+    with pytest.raises(TypeError, match="learning rate must be a number"):
+        SGD([w], lr="0.1")
+    with pytest.raises(ValueError, match="eps must be >= 0"):
+        Adam([w], eps=-1e-8)
+    with pytest.raises(TypeError, match="got ndarray"):
+        SGD([np.zeros(2)])

@@ -544,10 +544,10 @@ def _point_outputs(outputs, reuse: int) -> None:
             fam = t._kids
             if fam is not None:
                 rebase.extend((v, t.uop, view) for v in fam.kids if _parent_of(v) is t)
-        record = bool(_tensor._grad_wanted._refs)  # (gradients look through realized values)
+        marked = _tensor.marked_for_grad()  # (a gradient through a realized value refused)
         for t, view in outputs:
-            if record:
-                _gradient.note_realized(view, t.uop)
+            if marked:
+                _gradient.note_realized(view, t.uop, marked)
             t.uop = view
             _register_view(t)
         subs: dict[int, _Substitution] = {}  # one memo per output: its kept views of a long

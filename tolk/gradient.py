@@ -39,8 +39,15 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
                                 "(equal constants share one node): realize it, or mark it "
                                 "requires_grad, before building the graph")
     wanted = {below for below, _ in views}
-    top = _through_realized(root.uop, wanted)
+    top = root.uop
     order = top.toposort()  # (children first; an iterative walk)
+    for n in order:
+        came = _derived.get(n)
+        if came is not None and not came.isdisjoint(wanted - {n}):
+            raise GradientError("gradient: the graph reads a value computed from a target and "
+                                "realized before this gradient (a loss's item, an activation "
+                                "read first, a marked tensor realized): take gradients before "
+                                "reading such values")
     leads: dict[UOp, bool] = {}
     under: dict[UOp, bool] = {}  # (reaches a target by any path, through assigns too)
     for n in order:
@@ -83,26 +90,28 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
     return out
 
 
-# A realized tensor's buffer view -> the graph it was computed from, recorded by realize
-# while some tensor is marked requires_grad (`note_realized`): gradients look through it, so
-# reading a value (a loss's item, an activation) before backward changes nothing.
-_origins: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
+# A realized tensor's buffer view -> the nodes of tensors marked requires_grad its graph
+# read (directly or through values realized before), recorded by realize while some tensor
+# is marked (`note_realized`): a gradient that would pass through such a value is refused,
+# never silently cut short (the graph behind a realized value is not kept).
+_derived: weakref.WeakKeyDictionary[UOp, frozenset] = weakref.WeakKeyDictionary()
 
 
-def note_realized(view: UOp, graph: UOp) -> None:
-    _origins[view] = graph
+def note_realized(view: UOp, graph: UOp, marked: set[UOp]) -> None:
+    """Record what marked nodes (`marked`: the nodes gradients are taken at) `graph` read."""
+    found = set()
+    for n in graph.toposort(enter=lambda n: n.op is not Ops.AFTER):
+        if n in marked:
+            found.add(n)
+        elif (came := _derived.get(n)) is not None:
+            found |= came
+    if found:
+        _derived[view] = frozenset(found)
 
 
-def _through_realized(u: UOp, keep: set[UOp]) -> UOp:
-    """`u` with every recorded realized view in its graph but those in `keep` (the targets)
-    replaced by the graph it came from (and theirs, until none is left)."""
-    for _ in range(64):
-        found = {n: g for n in u.toposort() if n not in keep and (g := _origins.get(n))
-                 is not None}
-        if not found:
-            return u
-        u = u.substitute(found)
-    return u
+def marked_nodes(tensors) -> set[UOp]:
+    """The nodes gradients with respect to `tensors` are taken at."""
+    return {_view_chain(t.uop)[0] for t in tensors}
 
 
 def _view_chain(u: UOp) -> tuple[UOp, list[UOp]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from tolk.dtype import dtypes
 from tolk.tensor import Tensor
 
 
@@ -22,13 +23,14 @@ class Optimizer:
         if not self.params:
             raise ValueError("an optimizer needs at least one parameter")
         for p in self.params:
-            if not isinstance(p, Tensor) or not p.dtype.is_float:
+            if not isinstance(p, Tensor):
                 raise TypeError(f"an optimizer's parameters must be float Tensors, got "
-                                f"{getattr(p, 'dtype', type(p).__name__)}")
+                                f"{type(p).__name__}")
+            if not p.dtype.is_float:
+                raise TypeError(f"an optimizer's parameters must be float Tensors, got "
+                                f"{p.dtype.name}")
             p.requires_grad = True
-        if not lr >= 0:
-            raise ValueError(f"the learning rate must be >= 0, got {lr!r}")
-        self.lr = float(lr)
+        self.lr = _hyper(lr, "the learning rate")
 
     def zero_grad(self) -> None:
         for p in self.params:
@@ -45,8 +47,21 @@ class Optimizer:
         raise NotImplementedError
 
 
+def _hyper(v, what: str) -> float:
+    """A hyperparameter: a number >= 0 (a TypeError or ValueError naming it otherwise)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"{what} must be a number, got {v!r}"[:200])
+    if not v >= 0:
+        raise ValueError(f"{what} must be >= 0, got {v!r}")
+    return float(v)
+
+
 def _zeros_like(p: Tensor) -> Tensor:
     return Tensor.zeros(*p.shape, dtype=p.dtype, device=p.device).contiguous().realize()
+
+
+def _wide(p: Tensor):
+    return dtypes.float64 if p.dtype is dtypes.float64 else dtypes.float32
 
 
 def _scalar(p: Tensor) -> Tensor:
@@ -65,8 +80,9 @@ class SGD(Optimizer):
         super().__init__(params, lr)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("SGD's nesterov needs a momentum > 0 and no dampening")
-        self.momentum, self.dampening = float(momentum), float(dampening)
-        self.weight_decay, self.nesterov = float(weight_decay), nesterov
+        self.momentum = _hyper(momentum, "SGD's momentum")
+        self.dampening = _hyper(dampening, "SGD's dampening")
+        self.weight_decay, self.nesterov = _hyper(weight_decay, "SGD's weight_decay"), nesterov
         self.bufs = [_zeros_like(p) for p in self.params] if momentum else []
         self.started = [_scalar(p) for p in self.params] if momentum else []
 
@@ -99,11 +115,15 @@ class Adam(Optimizer):
         b1, b2 = betas
         if not (0 <= b1 < 1 and 0 <= b2 < 1):
             raise ValueError(f"Adam's betas must be in [0, 1), got {betas!r}")
-        self.b1, self.b2, self.eps, self.weight_decay = float(b1), float(b2), float(eps), \
-            float(weight_decay)
+        self.b1, self.b2 = float(b1), float(b2)
+        self.eps = _hyper(eps, "Adam's eps")
+        self.weight_decay = _hyper(weight_decay, "Adam's weight_decay")
         self.m = [_zeros_like(p) for p in self.params]
         self.v = [_zeros_like(p) for p in self.params]
-        self.t = [_scalar(p) for p in self.params]
+        # (the step count and bias corrections in float64 for float64 parameters, else in
+        # float32: a 16-bit count stops at 2048 (float16) or 256 (bfloat16))
+        self.t = [Tensor.full((), 0.0, _wide(p), p.device).contiguous().realize()
+                  for p in self.params]
 
     def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
         m, v, t = self.m[i], self.v[i], self.t[i]
@@ -112,11 +132,12 @@ class Adam(Optimizer):
         t.assign(t + 1)
         m.assign(m * self.b1 + g * (1 - self.b1))
         v.assign(v * self.b2 + g * g * (1 - self.b2))
-        m_hat = m / (1 - t.full_like(self.b1) ** t)
-        v_hat = v / (1 - t.full_like(self.b2) ** t)
+        wide = t.dtype
+        m_hat = m.cast(wide) / (1 - t.full_like(self.b1) ** t)
+        v_hat = v.cast(wide) / (1 - t.full_like(self.b2) ** t)
         base = p * (1 - self.lr * self.weight_decay) if self.decoupled and self.weight_decay \
             else p
-        p.assign(base - m_hat / (v_hat.sqrt() + self.eps) * self.lr)
+        p.assign(base - (m_hat / (v_hat.sqrt() + self.eps) * self.lr).cast(p.dtype))
         return [m, v, t]
 
 

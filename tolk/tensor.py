@@ -191,6 +191,15 @@ def _random(t: Tensor) -> Tensor:
     return t
 _lazy = MadeOrder()  # (entries know the thread that made each tensor lazy, and when)
 _grad_wanted = IdentityWeakSet()  # tensors marked requires_grad (`Tensor.backward`)
+
+
+def marked_for_grad() -> set[UOp]:
+    """The nodes gradients of the tensors marked requires_grad are taken at (empty: none)."""
+    if not _grad_wanted._refs:
+        return set()
+    with registry_lock:
+        live = [t for r in list(_grad_wanted._refs.values()) if (t := r()) is not None]
+    return _gradient.marked_nodes(live)
 registry_lock = threading.RLock()  # `_views`, `_lazy` and view families change under it
 _after_states: weakref.WeakSet[UOp] = weakref.WeakSet()  # pending states views are under
 
@@ -637,9 +646,11 @@ class Tensor:
 
     @grad.setter
     def grad(self, g: Tensor | None) -> None:
-        if g is not None and (not isinstance(g, Tensor) or g.shape != self.shape):
+        if g is not None and not isinstance(g, Tensor):
+            raise TypeError(f"a grad must be None or a Tensor, got {type(g).__name__}")
+        if g is not None and g.shape != self.shape:
             raise ShapeError(f"a grad must be None or a Tensor of shape {self.shape}, got "
-                             f"{getattr(g, 'shape', type(g).__name__)}")
+                             f"{g.shape}")
         if g is not None and g.dtype is not self.dtype:
             raise TypeError(f"a grad of a {self.dtype.name} tensor must be {self.dtype.name}, "
                             f"got {g.dtype.name}")
