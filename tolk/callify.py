@@ -46,8 +46,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tolk import gradient as _gradient
-from tolk import tensor as _tensor
 from tolk.dtype import bf16_to_f32, dtypes
 from tolk.engine import realize as _realize  # its `capturing`, read at each call
 from tolk.engine.realize import run_linear
@@ -544,10 +542,7 @@ def _point_outputs(outputs, reuse: int) -> None:
             fam = t._kids
             if fam is not None:
                 rebase.extend((v, t.uop, view) for v in fam.kids if _parent_of(v) is t)
-        marked = _tensor.marked_for_grad()  # (a gradient through a realized value refused)
         for t, view in outputs:
-            if marked:
-                _gradient.note_realized(view, t.uop, marked)
             t.uop = view
             _register_view(t)
         subs: dict[int, _Substitution] = {}  # one memo per output: its kept views of a long

@@ -20,6 +20,7 @@ import weakref
 from collections.abc import Callable, Sequence
 
 from tolk.dtype import dtypes
+from tolk.engine import realize as _engine_realize
 from tolk.errors import GradientError
 from tolk.uop.form import form_of
 from tolk.uop.ops import Ops, UOp
@@ -41,22 +42,12 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
     wanted = {below for below, _ in views}
     top = root.uop
     order = top.toposort()  # (children first; an iterative walk)
-    for n in order:
-        came = _derived.get(n)
-        if came is not None and not came.isdisjoint(wanted - {n}):
-            raise GradientError("gradient: the graph reads a value computed from a target and "
-                                "realized before this gradient (a loss's item, an activation "
-                                "read first, a marked tensor realized): take gradients before "
-                                "reading such values")
     leads: dict[UOp, bool] = {}
     under: dict[UOp, bool] = {}  # (reaches a target by any path, through assigns too)
     for n in order:
         under[n] = n in wanted or any(under[s] for s in n.src)
         leads[n] = n in wanted or (n.op not in _LEAVES and any(leads[s] for s in n.src))
-        if n.op is Ops.AFTER and under[n] and n not in wanted:
-            raise GradientError("gradient: the graph reads an assign's result (an in-place op, "
-                                "setitem or pending assign) whose value depends on a target; "
-                                "gradients do not pass through assigns: build it from values")
+    _refuse_hidden_paths(order, wanted)
     missing = [t for t, (below, _) in zip(targets, views) if not leads.get(below, False)]
     if missing and strict:
         raise GradientError(f"gradient: {len(missing)} target(s) (the first of shape "
@@ -90,28 +81,109 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
     return out
 
 
-# A realized tensor's buffer view -> the nodes of tensors marked requires_grad its graph
-# read (directly or through values realized before), recorded by realize while some tensor
-# is marked (`note_realized`): a gradient that would pass through such a value is refused,
-# never silently cut short (the graph behind a realized value is not kept).
-_derived: weakref.WeakKeyDictionary[UOp, frozenset] = weakref.WeakKeyDictionary()
+# Which values of tensors marked requires_grad each buffer's contents came from: every call a
+# schedule runs (a realize, an assign, a jit replay) reports its buffers while tensors are
+# marked (`_after_call`), and a written buffer takes the union of what its call read. A graph
+# holds no record of how a realized or assigned value was computed, so a gradient that would
+# pass through one computed from a target is refused (`_refuse_hidden_paths`), never cut short.
+_sources: weakref.WeakKeyDictionary[UOp, frozenset] = weakref.WeakKeyDictionary()
+# a marked tensor's buffer -> what its contents came from when it was marked (weakly: a
+# marked tensor dropped, as in ``w = (w - lr * g).realize().requires_grad_()``, is no target)
+_leaf_sources: weakref.WeakKeyDictionary[UOp, weakref.WeakSet] = weakref.WeakKeyDictionary()
 
 
-def note_realized(view: UOp, graph: UOp, marked: set[UOp]) -> None:
-    """Record what marked nodes (`marked`: the nodes gradients are taken at) `graph` read."""
-    found = set()
-    for n in graph.toposort(enter=lambda n: n.op is not Ops.AFTER):
-        if n in marked:
-            found.add(n)
-        elif (came := _derived.get(n)) is not None:
-            found |= came
-    if found:
-        _derived[view] = frozenset(found)
+def mark_leaf(u: UOp) -> None:
+    """A tensor marked requires_grad (over `u`) is a leaf: what its buffer came from moves
+    to `_leaf_sources`, for `_refuse_hidden_paths` to tell it was computed from a target."""
+    base = _storage_of(_view_chain(u)[0])
+    if base is not None and (came := _sources.pop(base, None)) is not None:
+        _leaf_sources[base] = weakref.WeakSet(came)
+_writes: dict[UOp, tuple[int, ...]] = {}  # a kernel AST -> the argument slots it writes
 
 
-def marked_nodes(tensors) -> set[UOp]:
-    """The nodes gradients with respect to `tensors` are taken at."""
-    return {_view_chain(t.uop)[0] for t in tensors}
+def _storage_of(u: UOp) -> UOp | None:
+    while u.op is Ops.AFTER:
+        u = u.src[0]
+    return u if u.op in (Ops.BUFFER, Ops.SLICE) else None
+
+
+def _written(ast: UOp) -> tuple[int, ...]:
+    slots = _writes.get(ast)
+    if slots is None:
+        if ast.op is Ops.COPY:
+            slots = (0,)
+        else:
+            found = set()
+            for n in ast.toposort():
+                if n.op is Ops.STORE:
+                    t = n.src[0]
+                    while t.src and t.op is not Ops.PARAM:
+                        t = t.src[0]
+                    if t.op is Ops.PARAM:
+                        found.add(t.arg[0])
+            slots = tuple(sorted(found))
+        if len(_writes) > 4096:
+            _writes.clear()
+        _writes[ast] = slots
+    return slots
+
+
+def _after_call(ast: UOp, args: list[UOp]) -> None:
+    from tolk.tensor import marked_buffers
+    marked = marked_buffers()
+    if not marked and not _sources:
+        return
+    came: set[UOp] = set()
+    for a in args:
+        if a in marked:
+            came.add(a)
+        elif (s := _sources.get(a)) is not None:
+            came.update(s)
+    came &= marked  # (a dropped or unmarked tensor is no target: not kept)
+    for i in _written(ast):
+        if i >= len(args):
+            continue
+        out = args[i]
+        if came and out not in marked:
+            _sources[out] = frozenset(came - {out})
+        else:
+            _sources.pop(out, None)
+
+
+def _refuse_hidden_paths(order: list[UOp], wanted: set[UOp]) -> None:
+    """A GradientError where a gradient would pass through a value the graph does not show
+    how it was computed: an assign's result, or a buffer whose contents came from a target."""
+    stores = {b for w in wanted if (b := _storage_of(w)) is not None}
+    carried = {order[-1]} if order else set()
+    for n in reversed(order):
+        if n not in carried:
+            continue
+        if n in wanted:  # (a target whose buffer was computed from another target)
+            came = _leaf_sources.get(_storage_of(n) or n)
+            if came is not None and not came.isdisjoint(stores - {_storage_of(n)}):
+                raise GradientError("gradient with respect to two tensors, one computed from "
+                                    "the other and realized (marking a computed tensor made "
+                                    "it a leaf): take it with respect to one of them")
+            continue
+        if n.op is Ops.AFTER and any(w in wanted for w in n.toposort()):
+            raise GradientError("gradient: the graph reads an assign's result (an in-place op, "
+                                "setitem or pending assign) whose value depends on a target; "
+                                "gradients do not pass through assigns: build it from values")
+        if n.op in (Ops.AFTER, Ops.STORE):  # (what an assign's value reads: checked too)
+            carried.update(n.src)
+            continue
+        if n.op in (Ops.BUFFER, Ops.SLICE):
+            came = _sources.get(n)
+            if came is not None and not came.isdisjoint(stores):
+                raise GradientError("gradient: the graph reads a value computed from a target "
+                                    "and realized or assigned before this gradient (a loss's "
+                                    "item, an activation read first): take gradients before "
+                                    "reading such values")
+            continue
+        if n.op in _LEAVES or (n.op is Ops.CAST and n.arg == "detach") or \
+                not n.dtype.is_float:
+            continue
+        carried.update(s for s in n.src if s.dtype.is_float)
 
 
 def _view_chain(u: UOp) -> tuple[UOp, list[UOp]]:
@@ -346,3 +418,5 @@ for _op in (Ops.SIGN, Ops.FLOOR, Ops.CEIL, Ops.TRUNC, Ops.RINT):  # (flat: zero 
     _RULES[_op] = lambda n, g, s: (g * 0,)
 _RULES[Ops.IDIV] = lambda n, g, s: (g * 0, g * 0)  # (a float floor division: flat too)
 _RULES[Ops.BITCAST] = lambda n, g, s: (None,)  # (the bits of another type: no gradient)
+
+_engine_realize.after_call[:] = [_after_call]

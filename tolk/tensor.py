@@ -193,13 +193,29 @@ _lazy = MadeOrder()  # (entries know the thread that made each tensor lazy, and 
 _grad_wanted = IdentityWeakSet()  # tensors marked requires_grad (`Tensor.backward`)
 
 
-def marked_for_grad() -> set[UOp]:
-    """The nodes gradients of the tensors marked requires_grad are taken at (empty: none)."""
+_marked_cache: list = [None, set()]  # (the marks' count and version it was made at, the set)
+_marks_version = [0]
+
+
+def marked_buffers() -> set[UOp]:
+    """The buffers of the tensors marked requires_grad (empty: none marked; a marked tensor
+    keeps its buffer, so the set changes only with the marks)."""
     if not _grad_wanted._refs:
         return set()
+    key = (len(_grad_wanted._refs), _marks_version[0])
+    if _marked_cache[0] == key:
+        return _marked_cache[1]
     with registry_lock:
         live = [t for r in list(_grad_wanted._refs.values()) if (t := r()) is not None]
-    return _gradient.marked_nodes(live)
+    out = set()
+    for t in live:
+        base = _base_and_chain(t.uop)
+        while base.op is Ops.AFTER:
+            base = base.src[0]
+        if base.op is Ops.BUFFER:
+            out.add(base)
+    _marked_cache[:] = [key, out]
+    return out
 registry_lock = threading.RLock()  # `_views`, `_lazy` and view families change under it
 _after_states: weakref.WeakSet[UOp] = weakref.WeakSet()  # pending states views are under
 
@@ -627,8 +643,11 @@ class Tensor:
         if value and not self.dtype.is_float:
             raise TypeError(f"requires_grad of a {self.dtype.name} tensor: only float tensors "
                             "have gradients")
-        if value and form_of(self.uop) is self.uop:  # (a lazy constant shares its node with
-            self.realize()  # every equal one: its own buffer gives it a gradient of its own)
+        if value and not _is_base_state(_base_and_chain(self.uop)):  # (a marked tensor is a
+            self.realize()  # leaf with a buffer of its own: equal lazy constants share a node)
+        if value:
+            _gradient.mark_leaf(self.uop)
+        _marks_version[0] += 1
         with registry_lock:
             (_grad_wanted.add if value else _grad_wanted.discard)(self)
 

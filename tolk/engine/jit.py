@@ -71,7 +71,7 @@ from typing import Any
 
 import numpy as np
 
-from tolk.engine.realize import capturing, run_linear
+from tolk.engine.realize import after_call, capturing, run_linear
 from tolk.errors import JitError
 from tolk.helpers import CAPTURING
 from tolk.runtime.cpu import get_kernel
@@ -292,7 +292,7 @@ class CapturedJit:
     def __init__(self, fn: Callable):
         self.fn = fn
         self.calls = 0
-        self.plan: list[tuple[Any, list]] | None = None
+        self.plan: list[tuple[Any, list, UOp, list[UOp]]] | None = None
         self.linear: UOp | None = None
         self.in_sigs: list[tuple] = []
         self.var_names: list[str] = []
@@ -582,7 +582,8 @@ class CapturedJit:
                 specs.append(where.get(a) or ("fixed", typed_view(a)))
             ast = call.src[0]
             dev = call.src[1].src[0].device if call.src[1].op is Ops.SLICE else call.src[1].device
-            plan.append((None if ast.op is Ops.COPY else get_kernel(ast, dev), specs))
+            plan.append((None if ast.op is Ops.COPY else get_kernel(ast, dev), specs, ast,
+                         [a for a in call.src[1:] if a.op is not Ops.BIND]))
         self.plan = plan
 
     # -- replay -------------------------------------------------------------------------------
@@ -650,12 +651,16 @@ class CapturedJit:
             for b, data in self.initial.items():  # host data made inside, written by the plan
                 if b in self.fixed:
                     np.copyto(buffer_storage(b), data)
-            for kernel, specs in self.plan:
+            nodes = {"in": in_bufs, "out": new_bufs}
+            for kernel, specs, ast, captured in self.plan:
                 bufs = [s[1] if s[0] == "fixed" else spaces[s[0]][s[1]] for s in specs]
                 if kernel is None:
                     np.copyto(bufs[0], bufs[1].view(bufs[0].dtype))
                 else:
                     kernel.run(bufs, var_vals)
+                if after_call:  # (the buffers this call's arguments are in this replay)
+                    after_call[0](ast, [a if s[0] == "fixed" else nodes[s[0]][s[1]]
+                                        for a, s in zip(captured, specs)])
         new_binds = {b.name: b.uop for b in binds}
         fresh = []
         new_of = dict(zip(self.out_bufs, new_bufs))

@@ -53,6 +53,9 @@ class ThreadList(threading.local):
 capturing = ThreadList()
 
 kernel_runs = [0]
+# called after each call a schedule runs, ``hook(ast, args)``, while tensors are marked for
+# gradients (`tolk.gradient` sets it: which marked values each written buffer came from)
+after_call: list = []
 
 
 def _device_of(arg: UOp) -> str:
@@ -106,6 +109,8 @@ def _run_calls(linear: UOp, var_vals: dict[str, int], verbose: bool) -> None:
                         pass
                 raise
             done = i + 1
+            if after_call:
+                after_call[0](ast, args)
             kernel_runs[0] += 1  # a statistic: an occasional lost count under threads is fine
             if verbose:
                 name = getattr(ast.arg, "name", ast.op.name)
