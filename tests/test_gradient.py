@@ -37,7 +37,7 @@ def check(fn, *inputs: np.ndarray, rtol: float = 1e-5, atol: float = 1e-7) -> No
         args[k] = Tensor(a)
         return float((fn(*args) * Tensor(r)).sum().item())
 
-    ts = [Tensor(a) for a in inputs]
+    ts = [Tensor(a).requires_grad_() for a in inputs]
     got = (fn(*ts) * Tensor(r)).sum().gradient(*ts)
     for k, (a, g) in enumerate(zip(inputs, got)):
         assert g.shape == a.shape and g.dtype == ts[k].dtype
@@ -154,10 +154,11 @@ def test_gradients_through_indexing_losses_and_scatters():
 
 
 def test_ties_share_the_gradient_as_pytorch():
-    x = Tensor(np.array([1.0, 3.0, 3.0, 2.0]))
+    x = Tensor(np.array([1.0, 3.0, 3.0, 2.0])).requires_grad_()
     (g,) = x.max().gradient(x)
     np.testing.assert_array_equal(g.numpy(), [0.0, 0.5, 0.5, 0.0])
-    a, b = Tensor(np.array([1.0, 2.0])), Tensor(np.array([1.0, 3.0]))
+    a, b = Tensor(np.array([1.0, 2.0])).requires_grad_(), Tensor(np.array([1.0, 3.0]))
+    b.requires_grad = True
     ga, gb = a.maximum(b).sum().gradient(a, b)
     np.testing.assert_array_equal(ga.numpy(), [0.5, 0.0])
     np.testing.assert_array_equal(gb.numpy(), [0.5, 1.0])
@@ -215,17 +216,19 @@ def test_backward_accumulates_and_gradient_errors_name_the_problem():
         Tensor(np.array([1, 2])).requires_grad = True
     with pytest.raises(TypeError, match="only float tensors have gradients"):
         (w.sum() * 1).gradient(Tensor(np.array([1, 2])))
+    with pytest.raises(GradientError, match="not marked requires_grad"):
+        (w.sum() * 1).gradient(Tensor(np.array([1.0, 2.0])))
     with pytest.raises(GradientError, match="no rule for REDUCE_AXIS MUL"):
         w.prod().gradient(w)
     with pytest.raises(ShapeError, match="a grad must be None or a Tensor of shape"):
         w.grad = Tensor(np.ones(3))
-    unused = Tensor(np.ones(2))
+    unused = Tensor(np.ones(2), requires_grad=True)
     with pytest.raises(GradientError, match="1 target"):
         (w * 2).sum().gradient(w, unused)
 
 
 def test_gradient_of_a_deep_chain_walks_without_recursion():
-    x = Tensor(np.array([0.5]))
+    x = Tensor(np.array([0.5]), requires_grad=True)
     y = x
     for _ in range(3000):
         y = y * 1.0001 + 0.0001
@@ -239,20 +242,20 @@ def test_gradient_of_a_deep_chain_walks_without_recursion():
 
 
 def test_gradients_of_views_lazy_targets_and_16_bit_floats():
-    base = Tensor(rand(4, 3)).realize()
-    row = base[1]  # (a view: the gradient of the values it shows, every use counting)
+    base = Tensor(rand(4, 3)).realize().requires_grad_()
+    row = base[1].requires_grad_()  # (a view: the gradient of the values it shows, every use)
     loss = (row * 2).sum() + base.sum()
     (g_row, g_base) = loss.gradient(row, base)
     np.testing.assert_array_equal(g_row.numpy(), [3.0, 3.0, 3.0])
     np.testing.assert_array_equal(g_base.numpy(), np.array([[1.0] * 3, [3.0] * 3, [1.0] * 3,
                                                             [1.0] * 3]))
     x = Tensor(rand(2, 3))
-    h = (x * 3).reshape(3, 2)  # (a lazy target read through a folded reshape)
+    h = (x * 3).reshape(3, 2).requires_grad_()  # (marking a computed tensor realizes it)
     (gh,) = (h.reshape(6) * Tensor(np.arange(6.0))).sum().gradient(h)
     np.testing.assert_array_equal(gh.numpy(), np.arange(6.0).reshape(3, 2))
     idx = Tensor(np.array([[1, 4], [1, 0]]))
     check(lambda w: idx.embedding(w), rand(5, 3))
-    half = Tensor(np.array([0.5, -1.0, 2.0], np.float16))
+    half = Tensor(np.array([0.5, -1.0, 2.0], np.float16), requires_grad=True)
     (gh16,) = half.sigmoid().sum().gradient(half)
     s = 1 / (1 + np.exp(-np.array([0.5, -1.0, 2.0])))
     assert gh16.dtype == half.dtype
@@ -294,7 +297,7 @@ def test_realized_values_in_place_ops_detach_constants_and_flat_paths():
     pending.assign(w * 3)  # (a pending assign of a value read from a target)
     with pytest.raises(GradientError, match="assign's result"):
         (pending * pending).sum().gradient(w)
-    v = Tensor(np.array([1.0, 2.0, 3.0]))
+    v = Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
     (g,) = (v.detach() * 2 + v).sum().gradient(v)
     np.testing.assert_array_equal(g.numpy(), [1.0, 1.0, 1.0])
     np.testing.assert_array_equal(v.detach().numpy(), [1.0, 2.0, 3.0])
@@ -305,7 +308,7 @@ def test_realized_values_in_place_ops_detach_constants_and_flat_paths():
     ((Tensor(np.array([1.0, -2.0])) + b1).relu() * 3 + b2).sum().backward()
     np.testing.assert_array_equal(b1.grad.numpy(), [3.0, 0.0])
     np.testing.assert_array_equal(b2.grad.numpy(), [1.0, 1.0])
-    with pytest.raises(GradientError, match="lazy constant"):
+    with pytest.raises(GradientError, match="not marked requires_grad"):
         (Tensor.ones(2) * 3).sum().gradient(Tensor.ones(2))
     with pytest.raises(TypeError, match="must be float64"):
         w.grad = Tensor(np.ones(2, np.float32))

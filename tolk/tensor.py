@@ -580,16 +580,21 @@ class Tensor:
     # -- gradients ----------------------------------------------------------------------------
 
     def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
-        """The gradients of this tensor with respect to `targets` (float tensors its graph
-        reads), as lazy tensors of their shapes (reverse mode, `tolk.gradient`): of this
-        tensor itself when it has one element, else of ``(self * gradient).sum()``. A target
-        the graph does not read raises a GradientError (not used, or realized or assigned
-        after this tensor was built: take gradients before realizing)."""
+        """The gradients of this tensor with respect to `targets` (float tensors marked
+        ``requires_grad`` that its graph reads), as lazy tensors of their shapes (reverse
+        mode, `tolk.gradient`): of this tensor itself when it has one element, else of
+        ``(self * gradient).sum()``. A target the graph does not read, or reads only through
+        a value realized or assigned from it, raises a GradientError."""
         _all_tensors("gradient", targets)
         for t in targets:
             if not t.dtype.is_float:
                 raise TypeError(f"gradient with respect to a {t.dtype.name} tensor: only float "
                                 "tensors have gradients")
+            if not t.requires_grad:  # (values realized from it are recorded only once marked)
+                raise _gradient.GradientError(
+                    f"gradient with respect to a tensor of shape {t.shape} not marked "
+                    "requires_grad (as PyTorch's autograd.grad): mark it before computing "
+                    "from it")
         return _gradient.gradients(self, targets, self._grad_seed(gradient))
 
     def backward(self, gradient: Tensor | None = None) -> Tensor:
