@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 
 from tolk.dtype import dtypes
 from tolk.engine import realize as _engine_realize
+from tolk.runtime import device as _device
 from tolk.errors import GradientError
 from tolk.uop.form import form_of
 from tolk.uop.ops import Ops, UOp
@@ -47,7 +48,8 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
     for n in order:
         under[n] = n in wanted or any(under[s] for s in n.src)
         leads[n] = n in wanted or (n.op not in _LEAVES and any(leads[s] for s in n.src))
-    _refuse_hidden_paths(order, wanted)
+    _refuse_hidden_paths(order, wanted, {below: b for t, (below, _) in zip(targets, views)
+                                         if (b := _base_storage(t.uop)) is not None})
     missing = [t for t, (below, _) in zip(targets, views) if not leads.get(below, False)]
     if missing and strict:
         raise GradientError(f"gradient: {len(missing)} target(s) (the first of shape "
@@ -90,15 +92,20 @@ _sources: weakref.WeakKeyDictionary[UOp, frozenset] = weakref.WeakKeyDictionary(
 # a marked tensor's buffer -> what its contents came from when it was marked (weakly: a
 # marked tensor dropped, as in ``w = (w - lr * g).realize().requires_grad_()``, is no target)
 _leaf_sources: weakref.WeakKeyDictionary[UOp, weakref.WeakSet] = weakref.WeakKeyDictionary()
+_ever_marked: weakref.WeakSet = weakref.WeakSet()  # buffers of tensors marked at some time
+_ever_cache: list = [None, frozenset()]
+_flow_table: dict[UOp, tuple] = {}  # a kernel AST -> `_flows`
 
 
 def mark_leaf(u: UOp) -> None:
     """A tensor marked requires_grad (over `u`) is a leaf: what its buffer came from moves
     to `_leaf_sources`, for `_refuse_hidden_paths` to tell it was computed from a target."""
-    base = _storage_of(_view_chain(u)[0])
-    if base is not None and (came := _sources.pop(base, None)) is not None:
+    base = _base_storage(u)
+    if base is None:
+        return
+    _ever_marked.add(base)
+    if (came := _sources.pop(base, None)) is not None:
         _leaf_sources[base] = weakref.WeakSet(came)
-_writes: dict[UOp, tuple[int, ...]] = {}  # a kernel AST -> the argument slots it writes
 
 
 def _storage_of(u: UOp) -> UOp | None:
@@ -107,25 +114,55 @@ def _storage_of(u: UOp) -> UOp | None:
     return u if u.op in (Ops.BUFFER, Ops.SLICE) else None
 
 
-def _written(ast: UOp) -> tuple[int, ...]:
-    slots = _writes.get(ast)
-    if slots is None:
-        if ast.op is Ops.COPY:
-            slots = (0,)
-        else:
-            found = set()
-            for n in ast.toposort():
-                if n.op is Ops.STORE:
-                    t = n.src[0]
-                    while t.src and t.op is not Ops.PARAM:
-                        t = t.src[0]
-                    if t.op is Ops.PARAM:
-                        found.add(t.arg[0])
-            slots = tuple(sorted(found))
-        if len(_writes) > 4096:
-            _writes.clear()
-        _writes[ast] = slots
-    return slots
+def _base_storage(u: UOp) -> UOp | None:
+    """The buffer below `u`'s view ops and assigns, if it stands over one."""
+    while u.op in _MOVEMENT and u.src:
+        u = u.src[0]
+    return _storage_of(u)
+
+
+def _flows(ast: UOp) -> tuple:
+    """``(written slot, slots its value reads, partial)`` per store of a kernel AST: reads
+    under a detach do not count; a partial store (into a view) keeps what was there."""
+    flows = _flow_table.get(ast)
+    if flows is not None:
+        return flows
+    if ast.op is Ops.COPY:
+        flows = ((0, (1,), False),)
+    else:
+        found = []
+        for n in ast.toposort():
+            if n.op is not Ops.STORE:
+                continue
+            t, partial = n.src[0], False
+            while t.src and t.op is not Ops.PARAM:
+                partial = partial or t.op is not Ops.LOAD
+                t = t.src[0]
+            if t.op is not Ops.PARAM:
+                continue
+            reads, stack, seen = set(), list(n.src[1:]), set()
+            while stack:
+                u = stack.pop()
+                if u in seen or (u.op is Ops.CAST and u.arg == "detach"):
+                    continue
+                seen.add(u)
+                if u.op is Ops.PARAM:
+                    reads.add(u.arg[0])
+                else:
+                    stack.extend(u.src)
+            found.append((t.arg[0], tuple(sorted(reads)), partial))
+        flows = tuple(found)
+    if len(_flow_table) > 4096:
+        _flow_table.clear()
+    _flow_table[ast] = flows
+    return flows
+
+
+def _ever() -> frozenset:
+    key = len(_ever_marked)
+    if _ever_cache[0] != key:
+        _ever_cache[:] = [key, frozenset(_ever_marked)]
+    return _ever_cache[1]
 
 
 def _after_call(ast: UOp, args: list[UOp]) -> None:
@@ -133,34 +170,49 @@ def _after_call(ast: UOp, args: list[UOp]) -> None:
     marked = marked_buffers()
     if not marked and not _sources:
         return
-    came: set[UOp] = set()
-    for a in args:
-        if a in marked:
-            came.add(a)
-        elif (s := _sources.get(a)) is not None:
-            came.update(s)
-    came &= marked  # (a dropped or unmarked tensor is no target: not kept)
-    for i in _written(ast):
-        if i >= len(args):
+    ever = _ever()
+    for out_slot, in_slots, partial in _flows(ast):
+        if out_slot >= len(args):
             continue
-        out = args[i]
+        out = args[out_slot]
+        came: set[UOp] = set()
+        for i in in_slots + ((out_slot,) if partial else ()):
+            if i >= len(args):
+                continue
+            a = args[i]
+            if a in marked and a is not out:
+                came.add(a)
+            elif (r := _sources.get(a)) is not None:
+                came.update(r)
+        came &= ever  # (a buffer never marked, or dropped, is no target's)
+        came.discard(out)
         if came and out not in marked:
-            _sources[out] = frozenset(came - {out})
+            _sources[out] = frozenset(came)
         else:
             _sources.pop(out, None)
 
 
-def _refuse_hidden_paths(order: list[UOp], wanted: set[UOp]) -> None:
+def _after_copy(src: UOp, new: UOp) -> None:
+    """A buffer copied outside a schedule (a realize's private copies): the copy's record."""
+    from tolk.tensor import marked_buffers
+    if src in marked_buffers():
+        _sources[new] = frozenset({src})
+    elif (r := _sources.get(src)) is not None:
+        _sources[new] = r
+
+
+def _refuse_hidden_paths(order: list[UOp], wanted: set[UOp], stores: dict[UOp, UOp]) -> None:
     """A GradientError where a gradient would pass through a value the graph does not show
-    how it was computed: an assign's result, or a buffer whose contents came from a target."""
-    stores = {b for w in wanted if (b := _storage_of(w)) is not None}
+    how it was computed: an assign's result, or a buffer whose contents came from a target
+    (`stores`: each target's node -> its buffer)."""
+    all_stores = set(stores.values())
     carried = {order[-1]} if order else set()
     for n in reversed(order):
         if n not in carried:
             continue
         if n in wanted:  # (a target whose buffer was computed from another target)
-            came = _leaf_sources.get(_storage_of(n) or n)
-            if came is not None and not came.isdisjoint(stores - {_storage_of(n)}):
+            came = _leaf_sources.get(stores.get(n))
+            if came is not None and not came.isdisjoint(all_stores - {stores.get(n)}):
                 raise GradientError("gradient with respect to two tensors, one computed from "
                                     "the other and realized (marking a computed tensor made "
                                     "it a leaf): take it with respect to one of them")
@@ -174,11 +226,13 @@ def _refuse_hidden_paths(order: list[UOp], wanted: set[UOp]) -> None:
             continue
         if n.op in (Ops.BUFFER, Ops.SLICE):
             came = _sources.get(n)
-            if came is not None and not came.isdisjoint(stores):
-                raise GradientError("gradient: the graph reads a value computed from a target "
-                                    "and realized or assigned before this gradient (a loss's "
-                                    "item, an activation read first): take gradients before "
-                                    "reading such values")
+            if came is not None and not came.isdisjoint(all_stores):
+                what = ("this tensor itself was realized" if n is order[-1] or
+                        _base_storage(order[-1]) is n else "it reads a value computed from "
+                        "a target and realized or assigned")
+                raise GradientError(f"gradient: {what} before this gradient (a loss's item or "
+                                    "an activation read first): take gradients before reading "
+                                    "such values, or detach() what should not carry them")
             continue
         if n.op in _LEAVES or (n.op is Ops.CAST and n.arg == "detach") or \
                 not n.dtype.is_float:
@@ -216,6 +270,7 @@ def _through(g, chain: list[UOp]):
 
 
 _INJECTIVE = frozenset({Ops.RESHAPE, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP})
+_MOVEMENT = _INJECTIVE | {Ops.EXPAND, Ops.PAD}
 
 
 class _Sources:
@@ -420,3 +475,4 @@ _RULES[Ops.IDIV] = lambda n, g, s: (g * 0, g * 0)  # (a float floor division: fl
 _RULES[Ops.BITCAST] = lambda n, g, s: (None,)  # (the bits of another type: no gradient)
 
 _engine_realize.after_call[:] = [_after_call]
+_device.after_copy[:] = [_after_copy]

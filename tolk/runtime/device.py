@@ -166,10 +166,17 @@ def set_storage(buf: UOp, data: np.ndarray) -> None:
         _storage[buf] = raw
 
 
+# called with ``(buf, copy)`` after `copy_buffer` copies a buffer's contents (`tolk.gradient`
+# records what the copy came from)
+after_copy: list = []
+
+
 def copy_buffer(buf: UOp, data: np.ndarray | None = None) -> UOp:
     """A new user BUFFER like `buf` holding a copy of its contents (or of `data`)."""
     new = UOp.buffer(buf.dtype, buf.size, buf.device)
     set_storage(new, buffer_storage(buf) if data is None else data)
+    if data is None and after_copy:
+        after_copy[0](buf, new)
     return new
 
 
