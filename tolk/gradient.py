@@ -43,10 +43,8 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
     wanted = {below for below, _ in views}
     top = root.uop
     order = top.toposort()  # (children first; an iterative walk)
-    leads: dict[UOp, bool] = {}
-    under: dict[UOp, bool] = {}  # (reaches a target by any path, through assigns too)
+    leads: dict[UOp, bool] = {}  # (reaches a target through ops that carry gradients)
     for n in order:
-        under[n] = n in wanted or any(under[s] for s in n.src)
         leads[n] = n in wanted or (n.op not in _LEAVES and any(leads[s] for s in n.src))
     _refuse_hidden_paths(order, wanted, {below: b for t, (below, _) in zip(targets, views)
                                          if (b := _base_storage(t.uop)) is not None})
@@ -54,8 +52,7 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
     if missing and strict:
         raise GradientError(f"gradient: {len(missing)} target(s) (the first of shape "
                             f"{missing[0].shape}) do not appear in the graph of this tensor "
-                            "(not used by it, or realized or assigned after it was built "
-                            "while no tensor was marked requires_grad)")
+                            "(not used by it, or assigned or realized after it was built)")
     grads: dict[UOp, Tensor] = {top: seed}
     for n in reversed(order):
         g = grads.pop(n, None) if n not in wanted else grads.get(n)
