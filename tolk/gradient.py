@@ -96,7 +96,11 @@ _flow_table: dict[UOp, tuple] = {}  # a kernel AST -> `_flows`
 
 def mark_leaf(u: UOp) -> None:
     """A tensor marked requires_grad (over `u`) is a leaf: what its buffer came from moves
-    to `_leaf_sources`, for `_refuse_hidden_paths` to tell it was computed from a target."""
+    to `_leaf_sources`, for `_refuse_hidden_paths` to tell it was computed from a target.
+    The first mark installs the runtime's reports (until then a run pays nothing for them)."""
+    if not _engine_realize.after_call:
+        _engine_realize.after_call[:] = [_after_call]
+        _device.after_copy[:] = [_after_copy]
     base = _base_storage(u)
     if base is None:
         return
@@ -470,6 +474,3 @@ for _op in (Ops.SIGN, Ops.FLOOR, Ops.CEIL, Ops.TRUNC, Ops.RINT):  # (flat: zero 
     _RULES[_op] = lambda n, g, s: (g * 0,)
 _RULES[Ops.IDIV] = lambda n, g, s: (g * 0, g * 0)  # (a float floor division: flat too)
 _RULES[Ops.BITCAST] = lambda n, g, s: (None,)  # (the bits of another type: no gradient)
-
-_engine_realize.after_call[:] = [_after_call]
-_device.after_copy[:] = [_after_copy]
