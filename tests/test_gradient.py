@@ -419,3 +419,35 @@ def test_records_follow_reads_not_writes_and_copies_and_remarks():
         Tensor.realize(lazy, bad)  # (a failed run: the settled copies keep their records)
     with pytest.raises(GradientError, match="before this gradient"):
         (after * w).sum().gradient(w)
+
+
+def test_round_four_temp_copies_whole_stores_leaf_paths_and_no_retention():
+    import gc
+
+    from tolk import gradient as tg
+    w = Tensor(np.array([1.0, 2.0, 3.0])).requires_grad_()
+    x = Tensor(np.zeros(3)).contiguous().realize()
+    q = ((x + w) * (x + w)).sum()
+    x.assign(Tensor(np.full(3, 5.0)) * 1.0)
+    bad = (Tensor(np.array([2, 3, 4])) ** Tensor(np.array([1, -1, 1]))).cast("float64")
+    q = q + x + w + bad
+    with pytest.raises(ValueError):
+        Tensor.realize(x, q)  # (the run fails after a temporary read w: a private copy kept)
+    with pytest.raises(GradientError, match="before this gradient"):
+        q.sum().gradient(w)
+    s = Tensor(np.zeros(())).contiguous().realize()
+    s.assign((w * 2).sum()).realize()
+    s.assign(Tensor(np.array([1.0, 2.0, 3.0])).sum()).realize()  # (a whole store via a reshape)
+    np.testing.assert_array_equal((s * w).sum().gradient(w)[0].numpy(), [6.0, 6.0, 6.0])
+    w2 = (w * 2).requires_grad_()  # (a marked leaf holding a value computed from w)
+    with pytest.raises(GradientError, match="before this gradient"):
+        (w2 * w).sum().gradient(w)
+    v = Tensor(np.ones(64)).requires_grad_()
+    total = Tensor(np.zeros(())).contiguous().realize()
+    for _ in range(40):  # (a functional loop with a running total: no dropped buffer kept)
+        loss = (v * v).sum()
+        g = loss.gradient(v)[0]
+        total.assign(total + loss.detach()).realize()
+        v = (v - g * 0.01).realize().requires_grad_()
+    gc.collect()
+    assert len(tg._ever_marked) < 10 and len(tg._leaf_sources) < 10

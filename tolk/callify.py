@@ -51,7 +51,7 @@ from tolk.engine import realize as _realize  # its `capturing`, read at each cal
 from tolk.engine.realize import run_linear
 from tolk.errors import DeviceError, JitError, ScheduleError, ShapeError
 from tolk.helpers import SCACHE, gc_paused, prod
-from tolk.runtime.device import copy_buffer, set_storage, typed_view
+from tolk.runtime.device import after_copy, copy_buffer, set_storage, typed_view
 from tolk.schedule import (LinearStats, buffers_of, create_linear_for_program, linear_stats,
                            program_by_form, program_form, program_key, program_stats,
                            remember_program_form)
@@ -984,6 +984,8 @@ def _temp_copy(node: UOp, arg: UOp) -> UOp | None:
         return None  # (decided before anything is copied)
     buf = UOp.buffer(arg.dtype, data.size, (arg.src[0] if arg.op is Ops.SLICE else arg).device)
     set_storage(buf, data)
+    if after_copy:  # (what the temporary came from, for gradients: `copy_buffer`'s report)
+        after_copy[0](arg, buf)
     return buf if state else UOp(Ops.RESHAPE, node.dtype, (buf,), shape)
 
 

@@ -25,6 +25,7 @@ from tolk.runtime import device as _device
 from tolk.errors import GradientError
 from tolk.uop.form import form_of
 from tolk.uop.ops import Ops, UOp
+from tolk.helpers import prod
 from tolk.uop.shape import shape_of
 
 
@@ -85,12 +86,12 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
 # marked (`_after_call`), and a written buffer takes the union of what its call read. A graph
 # holds no record of how a realized or assigned value was computed, so a gradient that would
 # pass through one computed from a target is refused (`_refuse_hidden_paths`), never cut short.
-_sources: weakref.WeakKeyDictionary[UOp, frozenset] = weakref.WeakKeyDictionary()
+_sources: weakref.WeakKeyDictionary[UOp, tuple] = weakref.WeakKeyDictionary()
+# (each record a tuple of weak references: a record keeps no dropped tensor's buffer alive)
 # a marked tensor's buffer -> what its contents came from when it was marked (weakly: a
 # marked tensor dropped, as in ``w = (w - lr * g).realize().requires_grad_()``, is no target)
 _leaf_sources: weakref.WeakKeyDictionary[UOp, weakref.WeakSet] = weakref.WeakKeyDictionary()
 _ever_marked: weakref.WeakSet = weakref.WeakSet()  # buffers of tensors marked at some time
-_ever_cache: list = [None, frozenset()]
 _flow_table: dict[UOp, tuple] = {}  # a kernel AST -> `_flows`
 
 
@@ -106,7 +107,7 @@ def mark_leaf(u: UOp) -> None:
         return
     _ever_marked.add(base)
     if (came := _sources.pop(base, None)) is not None:
-        _leaf_sources[base] = weakref.WeakSet(came)
+        _leaf_sources[base] = weakref.WeakSet(_alive(came))
 
 
 def _storage_of(u: UOp) -> UOp | None:
@@ -135,12 +136,13 @@ def _flows(ast: UOp) -> tuple:
         for n in ast.toposort():
             if n.op is not Ops.STORE:
                 continue
-            t, partial = n.src[0], False
+            t = n.src[0]
             while t.src and t.op is not Ops.PARAM:
-                partial = partial or t.op is not Ops.LOAD
                 t = t.src[0]
             if t.op is not Ops.PARAM:
                 continue
+            size = shape_of(n.src[0])  # (a store of fewer elements than the buffer: partial)
+            partial = not all(isinstance(d, int) for d in size) or prod(size) < t.arg[2]
             reads, stack, seen = set(), list(n.src[1:]), set()
             while stack:
                 u = stack.pop()
@@ -159,11 +161,13 @@ def _flows(ast: UOp) -> tuple:
     return flows
 
 
-def _ever() -> frozenset:
-    key = len(_ever_marked)
-    if _ever_cache[0] != key:
-        _ever_cache[:] = [key, frozenset(_ever_marked)]
-    return _ever_cache[1]
+def _alive(record: tuple) -> set[UOp]:
+    """The buffers of a record (weak references) that are still alive."""
+    return {b for r in record if (b := r()) is not None}
+
+
+def _record(came: set[UOp]) -> tuple:
+    return tuple(weakref.ref(b) for b in came)
 
 
 def _after_call(ast: UOp, args: list[UOp]) -> None:
@@ -171,7 +175,6 @@ def _after_call(ast: UOp, args: list[UOp]) -> None:
     marked = marked_buffers()
     if not marked and not _sources:
         return
-    ever = _ever()
     for out_slot, in_slots, partial in _flows(ast):
         if out_slot >= len(args):
             continue
@@ -184,11 +187,10 @@ def _after_call(ast: UOp, args: list[UOp]) -> None:
             if a in marked and a is not out:
                 came.add(a)
             elif (r := _sources.get(a)) is not None:
-                came.update(r)
-        came &= ever  # (a buffer never marked, or dropped, is no target's)
+                came.update(b for ref in r if (b := ref()) is not None)
         came.discard(out)
         if came and out not in marked:
-            _sources[out] = frozenset(came)
+            _sources[out] = _record(came)
         else:
             _sources.pop(out, None)
 
@@ -197,7 +199,7 @@ def _after_copy(src: UOp, new: UOp) -> None:
     """A buffer copied outside a schedule (a realize's private copies): the copy's record."""
     from tolk.tensor import marked_buffers
     if src in marked_buffers():
-        _sources[new] = frozenset({src})
+        _sources[new] = _record({src})
     elif (r := _sources.get(src)) is not None:
         _sources[new] = r
 
@@ -215,8 +217,8 @@ def _refuse_hidden_paths(order: list[UOp], wanted: set[UOp], stores: dict[UOp, U
             came = _leaf_sources.get(stores.get(n))
             if came is not None and not came.isdisjoint(all_stores - {stores.get(n)}):
                 raise GradientError("gradient with respect to two tensors, one computed from "
-                                    "the other and realized (marking a computed tensor made "
-                                    "it a leaf): take it with respect to one of them")
+                                    "the other (marking a computed tensor made it a leaf "
+                                    "holding the value): mark a detach() of it instead")
             continue
         if n.op is Ops.AFTER and any(w in wanted for w in n.toposort()):
             raise GradientError("gradient: the graph reads an assign's result (an in-place op, "
@@ -226,7 +228,8 @@ def _refuse_hidden_paths(order: list[UOp], wanted: set[UOp], stores: dict[UOp, U
             carried.update(n.src)
             continue
         if n.op in (Ops.BUFFER, Ops.SLICE):
-            came = _sources.get(n)
+            r = _sources.get(n)
+            came = _alive(r) if r is not None else _leaf_sources.get(n)  # (or a marked leaf)
             if came is not None and not came.isdisjoint(all_stores):
                 what = ("this tensor itself was realized" if n is order[-1] or
                         _base_storage(order[-1]) is n else "it reads a value computed from "
@@ -307,7 +310,7 @@ class _Sources:
 
 _LEAVES = frozenset({Ops.BUFFER, Ops.AFTER, Ops.CONST, Ops.PARAM, Ops.BIND, Ops.DEFINE_VAR,
                      Ops.SLICE})
-Rule = Callable[[UOp, object, list, object], tuple]
+Rule = Callable[[UOp, object, object], tuple]  # (node, its gradient, its `_Sources`)
 
 
 def _no_binds(n: UOp) -> None:
