@@ -451,3 +451,11 @@ def test_round_four_temp_copies_whole_stores_leaf_paths_and_no_retention():
         v = (v - g * 0.01).realize().requires_grad_()
     gc.collect()
     assert len(tg._ever_marked) < 10 and len(tg._leaf_sources) < 10
+
+
+def test_a_store_through_a_padded_view_keeps_the_old_record():
+    w = Tensor(np.array([1.0, 2.0, 3.0, 4.0])).requires_grad_()
+    y = (w * 2).contiguous().realize()
+    y[1:3]._pad(((1, 1),)).assign(Tensor(np.array([9.0, 9, 9, 9]))).realize()
+    with pytest.raises(GradientError, match="before this gradient"):
+        (y * w).sum().gradient(w)  # (y[0] and y[3] still came from w)

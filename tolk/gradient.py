@@ -136,13 +136,15 @@ def _flows(ast: UOp) -> tuple:
         for n in ast.toposort():
             if n.op is not Ops.STORE:
                 continue
-            t = n.src[0]
+            t, padded = n.src[0], False
             while t.src and t.op is not Ops.PARAM:
+                padded = padded or t.op in (Ops.PAD, Ops.EXPAND)
                 t = t.src[0]
             if t.op is not Ops.PARAM:
                 continue
-            size = shape_of(n.src[0])  # (a store of fewer elements than the buffer: partial)
-            partial = not all(isinstance(d, int) for d in size) or prod(size) < t.arg[2]
+            size = shape_of(n.src[0])  # (fewer elements than the buffer, or through a pad or
+            partial = padded or not all(isinstance(d, int) for d in size) or \
+                prod(size) < t.arg[2]  # an expand, or symbolic: what was there may stay)
             reads, stack, seen = set(), list(n.src[1:]), set()
             while stack:
                 u = stack.pop()
