@@ -126,6 +126,18 @@ def int_arg(value, what: str) -> int:
         raise TypeError(f"{what} must be an int, got {value!r}") from None
 
 
+def real_arg(value, what: str, above_zero: bool = False) -> float:
+    """`value` (a real number, not a bool) as a float that is >= 0 (> 0 with `above_zero`;
+    nan fails both), else a TypeError or ValueError naming `what`."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
+                                                                     np.floating)):
+        raise TypeError(f"{what} must be a number, got {value!r}"[:200])
+    value = float(value)
+    if not (value > 0 if above_zero else value >= 0):
+        raise ValueError(f"{what} must be {'> 0' if above_zero else '>= 0'}, got {value!r}")
+    return value
+
+
 def round_up(x: int, align: int) -> int:
     """`x` rounded up to a multiple of `align` (align ≥ 1)."""
     return (x + align - 1) // align * align

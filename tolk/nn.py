@@ -12,7 +12,7 @@ import numpy as np
 
 from tolk.dtype import dtypes
 from tolk.errors import ShapeError
-from tolk.helpers import int_arg
+from tolk.helpers import int_arg, real_arg
 from tolk.tensor import (Tensor, _all_tensors, _broadcast_shape, _conv_args, _conv_padding,
                          _half_in_float32, _named_padding, _pair, _single, _static_dims,
                          _width)
@@ -43,17 +43,6 @@ def _as_tensor(x, like: Tensor) -> Tensor:
     if isinstance(x, Tensor):
         return x if x.dtype.is_float else x.cast(like.dtype)
     return Tensor(np.asarray(x), device=like.device).cast(like.dtype)
-
-
-def _loss_param(v, what: str, low: float | None) -> float:
-    """A loss's real parameter: >= `low` (None: > 0), not nan (a ValueError naming it)."""
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
-                                                             np.floating)):
-        raise TypeError(f"{what} must be a number, got {v!r}"[:200])
-    v = float(v)
-    if not (v >= low if low is not None else v > 0):
-        raise ValueError(f"{what} must be {'>= 0' if low is not None else '> 0'}, got {v!r}")
-    return v
 
 
 def _loss_weight(w, x: Tensor, what: str) -> Tensor:
@@ -552,7 +541,7 @@ def smooth_l1_loss(self, target, reduction: str = "mean", beta: float = 1.0) -> 
     (the l1 loss for beta 0; a negative or nan beta is a ValueError). 16-bit floats in
     float32, rounded once."""
     _check_reduction(reduction, "smooth_l1_loss")
-    beta = _loss_param(beta, "smooth_l1_loss's beta", 0.0)
+    beta = real_arg(beta, "smooth_l1_loss's beta")
     d = _loss_difference(self, target).abs()
     if beta == 0:
         return _reduce_loss(d, reduction)
@@ -565,7 +554,7 @@ def huber_loss(self, target, reduction: str = "mean", delta: float = 1.0) -> Ten
     ``delta * (d - 0.5 * delta)`` (delta must be > 0). 16-bit floats in float32, rounded
     once."""
     _check_reduction(reduction, "huber_loss")
-    delta = _loss_param(delta, "huber_loss's delta", None)
+    delta = real_arg(delta, "huber_loss's delta", above_zero=True)
     d = _loss_difference(self, target).abs()
     return _reduce_loss((d <= delta).where(d * (d * 0.5), (d - 0.5 * delta) * delta),
                         reduction)

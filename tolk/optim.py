@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from tolk.dtype import dtypes
+from tolk.helpers import real_arg
 from tolk.tensor import Tensor
 
 
@@ -30,7 +31,7 @@ class Optimizer:
                 raise TypeError(f"an optimizer's parameters must be float Tensors, got "
                                 f"{p.dtype.name}")
             p.requires_grad = True
-        self.lr = _hyper(lr, "the learning rate")
+        self.lr = real_arg(lr, "the learning rate")
 
     def zero_grad(self) -> None:
         for p in self.params:
@@ -45,15 +46,6 @@ class Optimizer:
 
     def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
         raise NotImplementedError
-
-
-def _hyper(v, what: str) -> float:
-    """A hyperparameter: a number >= 0 (a TypeError or ValueError naming it otherwise)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise TypeError(f"{what} must be a number, got {v!r}"[:200])
-    if not v >= 0:
-        raise ValueError(f"{what} must be >= 0, got {v!r}")
-    return float(v)
 
 
 def _zeros_like(p: Tensor) -> Tensor:
@@ -80,9 +72,9 @@ class SGD(Optimizer):
         super().__init__(params, lr)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("SGD's nesterov needs a momentum > 0 and no dampening")
-        self.momentum = _hyper(momentum, "SGD's momentum")
-        self.dampening = _hyper(dampening, "SGD's dampening")
-        self.weight_decay, self.nesterov = _hyper(weight_decay, "SGD's weight_decay"), nesterov
+        self.momentum = real_arg(momentum, "SGD's momentum")
+        self.dampening = real_arg(dampening, "SGD's dampening")
+        self.weight_decay, self.nesterov = real_arg(weight_decay, "SGD's weight_decay"), nesterov
         self.bufs = [_zeros_like(p) for p in self.params] if momentum else []
         self.started = [_scalar(p) for p in self.params] if momentum else []
 
@@ -116,8 +108,8 @@ class Adam(Optimizer):
         if not (0 <= b1 < 1 and 0 <= b2 < 1):
             raise ValueError(f"Adam's betas must be in [0, 1), got {betas!r}")
         self.b1, self.b2 = float(b1), float(b2)
-        self.eps = _hyper(eps, "Adam's eps")
-        self.weight_decay = _hyper(weight_decay, "Adam's weight_decay")
+        self.eps = real_arg(eps, "Adam's eps")
+        self.weight_decay = real_arg(weight_decay, "Adam's weight_decay")
         self.m = [_zeros_like(p) for p in self.params]
         self.v = [_zeros_like(p) for p in self.params]
         # (the step count and bias corrections in float64 for float64 parameters, else in
