@@ -14,8 +14,7 @@ from tolk.dtype import dtypes
 from tolk.errors import ShapeError
 from tolk.helpers import int_arg, real_arg
 from tolk.tensor import (Tensor, _all_tensors, _broadcast_shape, _conv_args, _conv_padding,
-                         _half_in_float32, _named_padding, _pair, _single, _static_dims,
-                         _width)
+                         _half_in_float32, _named_padding, _pair, _static_dims, _width)
 
 _SELU_ALPHA = 1.6732632423543772848170429916717  # (selu's self-normalizing constants)
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -158,6 +157,15 @@ def _affine(y: Tensor, weight, bias, want: tuple, view: tuple, what: str) -> Ten
             raise ShapeError(f"{what}'s {name} must have shape {want}, got {t.shape}")
         y = y * t.reshape(view) if name == "weight" else y + t.reshape(view)
     return y
+
+
+def _single(x, what: str) -> int:
+    """A 1-d window size, stride, dilation or padding: an int or a sequence of one."""
+    if isinstance(x, (tuple, list)) and len(x) == 1:
+        x = x[0]
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"{what} must be an int, got {x!r}"[:200])
+    return int(x)
 
 
 def _conv1d_padding(padding, k: int, stride: int, dilation: int) -> tuple[int, int]:

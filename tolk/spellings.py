@@ -8,12 +8,31 @@ import math
 
 import numpy as np
 
-from tolk.dtype import dtypes
+from tolk.dtype import dtypes, least_upper_dtype
 from tolk.errors import ShapeError
 from tolk.helpers import int_arg, prod
-from tolk.tensor import (Tensor, _all_tensors, _half_in_float32, _norm_axis, _numpy_names,
-                         _ranked, _scaled_sum, _static_dims)
+from tolk.tensor import (Tensor, _all_tensors, _broadcast_shape, _half_in_float32, _norm_axis,
+                         _numpy_names, _static_dims)
 from tolk.uop.ops import Ops, UOp
+
+
+def _ranked(what: str, ts: tuple, ranks: tuple) -> Tensor:
+    """The first of `ts` after checking they are Tensors of `ranks` axes (a ShapeError)."""
+    _all_tensors(what, ts)
+    if tuple(t.ndim for t in ts) != ranks:
+        raise ShapeError(f"{what} needs tensors of {' and '.join(map(str, ranks))} axes, got "
+                         f"shapes {' and '.join(str(t.shape) for t in ts)}")
+    return ts[0]
+
+
+def _scaled_sum(a: Tensor, beta, b: Tensor, alpha) -> Tensor:
+    """``beta * a + alpha * b`` (a factor of 1 left out; beta 0 ignores a, nan and all)."""
+    if beta == 0:  # (a's shape and dtype still count: it must broadcast, and it promotes)
+        shape = _broadcast_shape(a.shape, b.shape)
+        out = (b * alpha if alpha != 1 else b._copy()).cast(least_upper_dtype(a.dtype, b.dtype))
+        return out._broadcast_to(shape)
+    return (a * beta if beta != 1 else a) + (b * alpha if alpha != 1 else b)
+
 
 @_numpy_names
 def amax(self, axis=None, keepdim: bool = False) -> Tensor:

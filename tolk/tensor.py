@@ -3704,24 +3704,6 @@ def _pad_arg(padding, ndim: int) -> tuple[tuple[int, int], ...]:
                  for p in padding)
 
 
-def _ranked(what: str, ts: tuple, ranks: tuple) -> Tensor:
-    """The first of `ts` after checking they are Tensors of `ranks` axes (a ShapeError)."""
-    _all_tensors(what, ts)
-    if tuple(t.ndim for t in ts) != ranks:
-        raise ShapeError(f"{what} needs tensors of {' and '.join(map(str, ranks))} axes, got "
-                         f"shapes {' and '.join(str(t.shape) for t in ts)}")
-    return ts[0]
-
-
-def _scaled_sum(a: Tensor, beta, b: Tensor, alpha) -> Tensor:
-    """``beta * a + alpha * b`` (a factor of 1 left out; beta 0 ignores a, nan and all)."""
-    if beta == 0:  # (a's shape and dtype still count: it must broadcast, and it promotes)
-        shape = _broadcast_shape(a.shape, b.shape)
-        out = (b * alpha if alpha != 1 else b._copy()).cast(least_upper_dtype(a.dtype, b.dtype))
-        return out._broadcast_to(shape)
-    return (a * beta if beta != 1 else a) + (b * alpha if alpha != 1 else b)
-
-
 def _index_tensor(index, x: Tensor, what: str) -> Tensor:
     """`index` (an integer tensor, array or list) as an integer tensor on `x`'s device."""
     if not isinstance(index, Tensor):
@@ -3831,15 +3813,6 @@ def _conv_args(what: str, x: Tensor, weight, bias, groups) -> int:
     if x.ndim != 4 or weight.ndim != 4:
         raise ShapeError(f"{what} needs 4-D input and weight, got {x.shape} and {weight.shape}")
     return int(groups)
-
-
-def _single(x, what: str) -> int:
-    """A 1-d window size, stride, dilation or padding: an int or a sequence of one."""
-    if isinstance(x, (tuple, list)) and len(x) == 1:
-        x = x[0]
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"{what} must be an int, got {x!r}"[:200])
-    return int(x)
 
 
 def _named_padding(padding: str, ks, strides, dilations, what: str) -> list[tuple[int, int]]:
