@@ -459,3 +459,29 @@ def test_a_store_through_a_padded_view_keeps_the_old_record():
     y[1:3]._pad(((1, 1),)).assign(Tensor(np.array([9.0, 9, 9, 9]))).realize()
     with pytest.raises(GradientError, match="before this gradient"):
         (y * w).sum().gradient(w)  # (y[0] and y[3] still came from w)
+
+
+def test_a_jit_capture_records_its_calls_and_marking_runs_pending_assigns():
+    from tolk import jit
+    w1 = Tensor(np.array([1.0, 2, 3, 4]), requires_grad=True)
+    w2 = Tensor(np.array([0.5, 0.25, 2, 1]))
+
+    @jit
+    def step(x):
+        w1.grad = None
+        w2.grad = None
+        h = (x * w2).contiguous().realize()
+        (h * (w1 + w2)).sum().backward()
+        return (w2.grad if w2.grad is not None else w1.grad).contiguous()
+
+    step(Tensor(np.ones(4)))
+    w2.requires_grad_()  # (unfrozen between the plain call and the capture)
+    with pytest.raises(GradientError, match="before this gradient"):
+        step(Tensor(2 * np.ones(4)))
+    x = Tensor(np.array([1.0, 2, 3, 4]), requires_grad=True)
+    w = Tensor(np.zeros(4)).realize()
+    w.assign(x * 2)  # (pending when its view is marked: marking runs it first)
+    t = w[0:4]
+    t.requires_grad_()
+    with pytest.raises(GradientError, match="one computed from"):
+        (t * x).sum().gradient(x, t)

@@ -648,8 +648,10 @@ class Tensor:
         if value and not self.dtype.is_float:
             raise TypeError(f"requires_grad of a {self.dtype.name} tensor: only float tensors "
                             "have gradients")
-        if value and not _is_base_state(_base_and_chain(self.uop)):  # (a marked tensor is a
-            self.realize()  # leaf with a buffer of its own: equal lazy constants share a node)
+        base = _base_and_chain(self.uop)
+        if value and (not _is_base_state(base) or base.op is Ops.AFTER):  # (a marked tensor
+            self.realize()  # is a leaf with a buffer of its own, its pending assigns run: equal
+            # lazy constants share a node, and an assign's record is made when it runs)
         if value:
             _gradient.mark_leaf(self.uop)
         _marks_version[0] += 1

@@ -284,6 +284,9 @@ class _Capturer:
                                "variable (use two variables)")
         self.calls.extend(linear.src)
         self.var_vals.update(var_vals)
+        if after_call:  # (nothing runs while capturing: what each call's buffers will come
+            for call in linear.src:  # from is reported now, for gradients built meanwhile)
+                after_call[0](call.src[0], [a for a in call.src[1:] if a.op is not Ops.BIND])
 
 
 class CapturedJit:
