@@ -83,7 +83,8 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
 
 # Which values of tensors marked requires_grad each buffer's contents came from: every call a
 # schedule runs (a realize, an assign, a jit replay) reports its buffers while tensors are
-# marked (`_after_call`), and a written buffer takes the union of what its call read. A graph
+# marked (`_after_call`), and a written buffer takes the union of what its store read
+# (`_flows`; a copy's buffer what it copied, `_after_copy`). A graph
 # holds no record of how a realized or assigned value was computed, so a gradient that would
 # pass through one computed from a target is refused (`_refuse_hidden_paths`), never cut short.
 _sources: weakref.WeakKeyDictionary[UOp, tuple] = weakref.WeakKeyDictionary()
@@ -91,7 +92,6 @@ _sources: weakref.WeakKeyDictionary[UOp, tuple] = weakref.WeakKeyDictionary()
 # a marked tensor's buffer -> what its contents came from when it was marked (weakly: a
 # marked tensor dropped, as in ``w = (w - lr * g).realize().requires_grad_()``, is no target)
 _leaf_sources: weakref.WeakKeyDictionary[UOp, weakref.WeakSet] = weakref.WeakKeyDictionary()
-_ever_marked: weakref.WeakSet = weakref.WeakSet()  # buffers of tensors marked at some time
 _flow_table: dict[UOp, tuple] = {}  # a kernel AST -> `_flows`
 
 
@@ -105,7 +105,6 @@ def mark_leaf(u: UOp) -> None:
     base = _base_storage(u)
     if base is None:
         return
-    _ever_marked.add(base)
     if (came := _sources.pop(base, None)) is not None:
         _leaf_sources[base] = weakref.WeakSet(_alive(came))
 
