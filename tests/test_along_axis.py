@@ -4,6 +4,7 @@ TOLK_THOROUGH=1 for many more examples)."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -106,8 +107,9 @@ def ref_interpolate(x, out_sizes, mode, align_corners, factors):
         res = np.empty(x.shape[:a] + (out,) + x.shape[a + 1:])
         for i in range(out):
             if mode.startswith("nearest"):
-                scale = n / out if factors is None else 1 / factors[k]
-                j = min(math.floor((i + (0.5 if mode == "nearest-exact" else 0)) * scale), n - 1)
+                half = Fraction(1, 2) if mode == "nearest-exact" else 0
+                scale = Fraction(n, out) if factors is None else 1 / factors[k]  # (exact)
+                j = min(math.floor((i + half) * scale), n - 1)
                 res[(slice(None),) * a + (i,)] = x[(slice(None),) * a + (j,)]
                 continue
             if align_corners:
@@ -183,3 +185,21 @@ def test_interpolate_16_bit_blends_in_float32_and_gather_forms_are_checked():
         x.gather(1, i, dim=0)
     with pytest.raises(TypeError, match="takes the dim first"):
         x.gather(i, 0)
+
+
+def test_nearest_interpolate_to_a_size_picks_its_source_exactly():
+    """``floor(i * n / size)`` in floats lands just below a whole number for some sizes
+    (11 * (30 / 22) = 14.999...): every (n, size) pair up to 32 and 69 where it does."""
+    pairs = [(n, out) for n in range(1, 33) for out in range(1, 70)
+             if any(math.floor(i * (n / out)) != i * n // out
+                    or math.floor((i + 0.5) * (n / out)) != (2 * i + 1) * n // (2 * out)
+                    for i in range(out))]
+    assert len(pairs) >= 10
+    for n, out in pairs + [(5, 3), (3, 5)]:
+        x = np.arange(n, dtype=np.float32).reshape(1, 1, n)
+        i = np.arange(out)
+        np.testing.assert_array_equal(Tensor(x).interpolate(size=out).numpy()[0, 0],
+                                      np.minimum(i * n // out, n - 1))
+        np.testing.assert_array_equal(
+            Tensor(x).interpolate(size=out, mode="nearest-exact").numpy()[0, 0],
+            np.minimum((2 * i + 1) * n // (2 * out), n - 1))

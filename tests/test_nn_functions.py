@@ -411,3 +411,11 @@ def test_more_argument_spellings_and_checks():
     wrapped = Tensor(np.array([0, 2**64 - 1], np.uint64))  # (no int64: never -1, never ignored)
     with pytest.raises(IndexError):
         x.cross_entropy(wrapped, ignore_index=-1).numpy()
+
+
+def test_hardtanh_refuses_bounds_in_the_wrong_order():
+    x = Tensor(np.array([-2.0, 0.0, 2.0], np.float32))
+    with pytest.raises(ValueError, match="min_val 1.0 is above its max_val -1.0"):
+        x.hardtanh(1.0, -1.0)
+    np.testing.assert_array_equal(x.hardtanh(0.5, 0.5).numpy(), [0.5, 0.5, 0.5])
+    np.testing.assert_array_equal(x.clip(1.0, -1.0).numpy(), np.clip([-2.0, 0.0, 2.0], 1.0, -1.0))

@@ -52,8 +52,10 @@ def ref_attention(q, k, v, mask=None, causal=False, scale=None):
         mask = np.tril(np.ones((q.shape[-2], k.shape[-2]), bool))
     if mask is not None:
         s = np.where(mask, s, -np.inf) if mask.dtype == bool else s + mask
+    dead = s.max(-1, keepdims=True) == -np.inf  # a query attending to no key: zeros
+    s = np.where(dead, 0.0, s)
     e = np.exp(s - s.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True) @ v
+    return np.where(dead, 0.0, e / e.sum(-1, keepdims=True) @ v)
 
 
 @cases()
@@ -68,8 +70,7 @@ def test_scaled_dot_product_attention_matches_its_definition(data):
     kind = data.draw(st.sampled_from(["none", "bool", "float", "causal"]))
     mask = None
     if kind == "bool":
-        mask = data.draw(arrays(np.bool_, (n_q, n_k)))
-        mask[:, 0] = True  # (every query attends somewhere)
+        mask = data.draw(arrays(np.bool_, (n_q, n_k)))  # (a row may attend to no key)
     elif kind == "float":
         mask = data.draw(arrays(dt, (n_q, n_k), small=True))
     scale = data.draw(st.none() | st.floats(0.1, 2.0))
@@ -90,7 +91,7 @@ def test_attention_edge_cases():
     assert out.dtype is dtypes.float16
     np.testing.assert_allclose(out.numpy(), [[2, 3], [2, 3]])
     none = np.zeros((2, 3), bool)
-    assert np.isnan(q.scaled_dot_product_attention(k, v, Tensor(none)).numpy()).all()
+    np.testing.assert_array_equal(q.scaled_dot_product_attention(k, v, Tensor(none)).numpy(), 0)
     with pytest.raises(ValueError, match="not both"):
         q.scaled_dot_product_attention(k, v, Tensor(none), is_causal=True)
     with pytest.raises(ShapeError, match="must agree on E"):
@@ -219,3 +220,51 @@ def test_review_fixes_pad_dropout_attention_and_batch_norm():
         x.batch_norm(np.zeros(3, np.float32), Tensor(np.ones(3, np.float32)), training=True)
     with pytest.raises(TypeError, match="momentum must be a number"):
         x.batch_norm(training=True, momentum=None)
+
+
+def test_attention_of_a_query_that_attends_to_nothing_is_zero_with_a_zero_gradient():
+    """(PyTorch's: zeros, and no nan reaches the gradients of the other rows or the keys.)"""
+    rng = np.random.default_rng(0)
+    q, k, v = rng.standard_normal((3, 4)), rng.standard_normal((2, 4)), rng.standard_normal((2, 4))
+    mask = np.array([[True, False], [False, False], [True, True]])
+    tq, tk, tv = (Tensor(a, requires_grad=True) for a in (q, k, v))
+    out = tq.scaled_dot_product_attention(tk, tv, attn_mask=Tensor(mask))
+    out.sum().backward()
+    np.testing.assert_allclose(out.numpy(), ref_attention(q, k, v, mask), rtol=1e-12)
+    np.testing.assert_array_equal(out.numpy()[1], 0)
+    np.testing.assert_array_equal(tq.grad.numpy()[1], 0)
+    live = [0, 2]  # the same rows alone: the same gradients for them and for the keys
+    lq, lk, lv = (Tensor(a, requires_grad=True) for a in (q[live], k, v))
+    lq.scaled_dot_product_attention(lk, lv, attn_mask=Tensor(mask[live])).sum().backward()
+    for got, want in ((tq.grad.numpy()[live], lq.grad), (tk.grad, lk.grad), (tv.grad, lv.grad)):
+        np.testing.assert_allclose(np.asarray(got if isinstance(got, np.ndarray) else got.numpy()),
+                                   want.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_16_bit_attention_computes_its_scores_and_softmax_in_float32():
+    rng = np.random.default_rng(0)
+    q, k = ((rng.standard_normal((64, 64)) * 3).astype(np.float16) for _ in range(2))
+    v = rng.standard_normal((64, 64)).astype(np.float16)
+    got = Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v))
+    assert got.dtype is dtypes.float16
+    want = ref_attention(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64))
+    assert np.abs(got.numpy() - want).max() < 2e-3  # (in float16 throughout: ~1e-2)
+    mixed = Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v.astype(np.float32)))
+    assert mixed.dtype is dtypes.float32
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+def test_rms_norm_default_eps_is_float32s_below_float64(dt):
+    """PyTorch's default: float32's epsilon for 16- and 32-bit inputs (a 16-bit input's own
+    would swamp small values), float64's for float64."""
+    x = np.full((2, 4), 0.01, dt)
+    x[1] = [1e-3, -2e-3, 3e-3, 4e-3]
+    eps = np.finfo(np.float64 if dt == np.float64 else np.float32).eps
+    xf = x.astype(np.float64)
+    want = xf / np.sqrt((xf * xf).mean(-1, keepdims=True) + eps)
+    got = Tensor(x).rms_norm(4)
+    assert got.dtype.np == dt
+    np.testing.assert_allclose(got.numpy().astype(np.float64), want,
+                               rtol=2e-3 if dt == np.float16 else 1e-6)
+    bf = Tensor(x.astype(np.float32)).cast(dtypes.bfloat16).rms_norm(4).cast(dtypes.float32)
+    np.testing.assert_allclose(bf.numpy(), want, rtol=2e-2)

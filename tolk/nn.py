@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from tolk.dtype import dtypes
+from tolk.dtype import dtypes, least_upper_dtype
 from tolk.errors import ShapeError
 from tolk.helpers import int_arg, real_arg
 from tolk.tensor import (Tensor, _all_tensors, _broadcast_shape, _conv_args, _conv_padding,
@@ -254,9 +254,13 @@ def relu6(self) -> Tensor:
 
 def hardtanh(self, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
     """x clipped to ``[min_val, max_val]``, as `clip` (its dtype: int tensors stay ints
-    for int bounds, become float32 for float ones; bools are a TypeError)."""
+    for int bounds, become float32 for float ones; bools are a TypeError). Bounds in the
+    wrong order are a ValueError (PyTorch's; `clip` takes them as numpy does)."""
     if self.dtype is dtypes.bool:
         raise TypeError("hardtanh of a bool tensor: cast it to a number first")
+    if isinstance(min_val, (int, float)) and isinstance(max_val, (int, float)) \
+            and min_val > max_val:
+        raise ValueError(f"hardtanh's min_val {min_val!r} is above its max_val {max_val!r}")
     return self.clip(min_val, max_val)
 
 
@@ -292,12 +296,17 @@ def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask=Non
                                  scale: float | None = None) -> Tensor:
     """``softmax(self @ key.T * scale + mask) @ value`` over the last two axes (queries
     (..., L, E), keys (..., S, E), values (..., S, Ev); batch axes broadcast), scale
-    ``1 / sqrt(E)`` unless given. `attn_mask`: bool (True where a query may attend; a row
-    with none gives nan, as PyTorch's) or float (added to the scores), broadcast to
-    (..., L, S); `is_causal`: query i attends to keys 0..i (not with a mask). `dropout_p`
-    drops attention weights as `dropout` does (training)."""
+    ``1 / sqrt(E)`` unless given. `attn_mask`: bool (True where a query may attend) or
+    float (added to the scores), broadcast to (..., L, S); a query that may attend to no key
+    (every score -inf) gets zeros, as PyTorch's (its gradient too). `is_causal`: query i
+    attends to keys 0..i (not with a mask). `dropout_p` drops attention weights as `dropout`
+    does (training). 16-bit floats in float32, rounded once."""
     _all_tensors("scaled_dot_product_attention", (key, value))
     q = self._float()
+    if q.dtype.itemsize == 2:  # scores and softmax in float32, the result in the inputs' dtype
+        want = least_upper_dtype(q.dtype, key._float().dtype, value._float().dtype)
+        return q.cast(dtypes.float32).scaled_dot_product_attention(
+            key, value, attn_mask, dropout_p, is_causal, scale).cast(want)
     if min(q.ndim, key.ndim, value.ndim) < 2:
         raise ShapeError(f"scaled_dot_product_attention needs queries, keys and values of at "
                          f"least 2 axes, got {q.shape}, {key.shape}, {value.shape}")
@@ -315,6 +324,7 @@ def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask=Non
                              "not both (as PyTorch)")
         attn_mask = Tensor.ones(*scores.shape[-2:], dtype=dtypes.bool,
                                 device=scores.device).tril(0)
+    dead = None  # the queries that may attend to no key (a user's mask only)
     if attn_mask is not None:
         if not isinstance(attn_mask, Tensor):
             attn_mask = Tensor(np.asarray(attn_mask), device=scores.device)
@@ -325,10 +335,14 @@ def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask=Non
         else:
             raise TypeError(f"scaled_dot_product_attention's attn_mask must be bool or "
                             f"float, got {attn_mask.dtype.name}")
+        if not is_causal and scores.shape[-1] != 0:
+            dead = scores.max(-1, keepdim=True) == -math.inf
+            scores = dead.where(0.0, scores)  # (finite weights: no nan in the gradient)
     weights = scores.softmax(-1)
     if dropout_p:
         weights = weights.dropout(dropout_p)
-    return weights @ value._float()
+    out = weights @ value._float()
+    return out if dead is None else dead.where(0.0, out)
 
 
 def dropout(self, p: float = 0.5, training: bool = True) -> Tensor:
@@ -424,14 +438,13 @@ def layer_norm(self, normalized_shape, weight=None, bias=None, eps: float = 1e-5
 
 def rms_norm(self, normalized_shape, weight=None, eps: float | None = None) -> Tensor:
     """PyTorch's RMS normalization over the last axes: ``x / sqrt(mean(x**2) + eps) *
-    weight``; eps by default the machine epsilon of this tensor's dtype. 16-bit floats in
-    float32, rounded once."""
+    weight``; eps by default float32's machine epsilon, float64's for float64 (PyTorch's: a
+    16-bit input's own epsilon would swamp small values). 16-bit floats in float32, rounded
+    once."""
     axes = _trailing_axes(self, normalized_shape, "rms_norm")
     x = self._float()
     if eps is None:
-        eps = float(np.finfo(np.float32 if x.dtype is dtypes.bfloat16 else x.dtype.np).eps)
-        if x.dtype is dtypes.bfloat16:
-            eps = 2.0 ** -7
+        eps = float(np.finfo(np.float64 if x.dtype is dtypes.float64 else np.float32).eps)
     wide = x.cast(dtypes.float32) if x.dtype.itemsize == 2 else x
     y = wide * ((wide * wide).mean(axes, keepdim=True) + eps).rsqrt()
     want = tuple(self.shape[axes[0]:])
@@ -571,9 +584,11 @@ def huber_loss(self, target, reduction: str = "mean", delta: float = 1.0) -> Ten
 def conv1d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1,
            dilation=1, padding=0) -> Tensor:
     """1-D convolution (cross-correlation), NCL input and (Cout, Cin/groups, K) weight:
-    `conv2d` over a height of 1. `padding` is an int, two ints (left, right), or PyTorch's
-    "valid" (none) or "same" (stride 1: the output as long as the input, the odd one of
-    the padding on the right)."""
+    `conv2d` over a height of 1, its arguments in conv2d's order (tinygrad's: groups,
+    stride, dilation, padding; PyTorch's conv1d takes stride, padding, dilation, groups:
+    pass them by name). `padding` is an int, two ints (left, right; a negative one crops,
+    as in conv2d), or PyTorch's "valid" (none) or "same" (stride 1: the output as long as
+    the input, the odd one of the padding on the right)."""
     _all_tensors("conv1d", (weight,) if bias is None else (weight, bias))
     if self.ndim != 3 or weight.ndim != 3:
         raise ShapeError(f"conv1d needs 3-D input and weight, got {self.shape} and "
@@ -592,7 +607,9 @@ def conv_transpose2d(self, weight: Tensor, bias: Tensor | None = None, groups: i
     its weight window into the output at ``stride`` steps, ``padding`` cropped from each
     side, ``output_padding`` added on the bottom and right (smaller than the stride or
     the dilation). Run as `conv2d` of the input spread out with zeros, padded, with the
-    weight flipped and its channels swapped."""
+    weight flipped and its channels swapped. Arguments in tinygrad's order (groups,
+    stride, dilation, padding, output_padding); PyTorch's takes stride, padding,
+    output_padding, groups, dilation: pass them by name."""
     groups = _conv_args("conv_transpose2d", self, weight, bias, groups)
     cin, cout_g, kh, kw = weight.shape
     if self.shape[1] != cin or cin % groups:
@@ -633,7 +650,8 @@ def conv_transpose2d(self, weight: Tensor, bias: Tensor | None = None, groups: i
 
 def conv_transpose1d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1,
                      stride=1, dilation=1, padding=0, output_padding=0) -> Tensor:
-    """`conv_transpose2d` over a height of 1: NCL input, (Cin, Cout/groups, K) weight."""
+    """`conv_transpose2d` over a height of 1: NCL input, (Cin, Cout/groups, K) weight;
+    arguments in its order (not PyTorch's: pass them by name)."""
     _all_tensors("conv_transpose1d", (weight,) if bias is None else (weight, bias))
     if self.ndim != 3 or weight.ndim != 3:
         raise ShapeError(f"conv_transpose1d needs 3-D input and weight, got {self.shape} "
@@ -648,7 +666,9 @@ def conv_transpose1d(self, weight: Tensor, bias: Tensor | None = None, groups: i
 
 
 def max_pool1d(self, kernel_size=2, stride=None, dilation=1, padding=0) -> Tensor:
-    """`max_pool2d` over the last axis alone (an int each; PyTorch's)."""
+    """`max_pool2d` over the last axis alone (an int each), its arguments in max_pool2d's
+    order (tinygrad's: kernel_size, stride, dilation, padding; PyTorch's max_pool1d takes
+    padding before dilation: pass them by name)."""
     k = _single(kernel_size, "max_pool1d's kernel_size")
     s = k if stride is None else _single(stride, "max_pool1d's stride")
     p = _single(padding, "max_pool1d's padding")
@@ -657,7 +677,7 @@ def max_pool1d(self, kernel_size=2, stride=None, dilation=1, padding=0) -> Tenso
 
 
 def avg_pool1d(self, kernel_size=2, stride=None, padding=0) -> Tensor:
-    """`avg_pool2d` over the last axis alone (an int each; PyTorch's)."""
+    """`avg_pool2d` over the last axis alone (an int each; PyTorch's order)."""
     k = _single(kernel_size, "avg_pool1d's kernel_size")
     s = k if stride is None else _single(stride, "avg_pool1d's stride")
     p = _single(padding, "avg_pool1d's padding")
@@ -669,7 +689,8 @@ def interpolate(self, size=None, scale_factor=None, mode: str = "nearest",
     """PyTorch's interpolate over the axes after the first two (N, C, ...): to `size` (an
     int or one per axis) or by `scale_factor` (a number or one per axis; the size
     ``floor(n * factor)``, source positions at ``1 / factor`` steps). "nearest" takes
-    ``floor(i * scale)``, "nearest-exact" ``floor((i + 0.5) * scale)``; "linear",
+    ``floor(i * scale)``, "nearest-exact" ``floor((i + 0.5) * scale)`` (with `size`,
+    scale is ``n / size`` and the floor is exact, in integers); "linear",
     "bilinear" and "trilinear" (one, two or three axes) blend the two nearest values along
     each axis, pixel centres aligned unless `align_corners` (corners aligned). The
     nearest modes keep the dtype; the linear ones compute in float (ints in float32)."""
@@ -712,6 +733,10 @@ def interpolate(self, size=None, scale_factor=None, mode: str = "nearest",
         dst = np.arange(out, dtype=np.float64)
         if mode in linear and align_corners:
             src = dst * ((n - 1) / (out - 1) if out > 1 else 0.0)
+        elif f is None and mode not in linear:  # exact: i * n / out in floats can land just
+            # below a whole number (11 * (30 / 22) = 14.999...)
+            i = np.arange(out, dtype=np.int64)
+            src = i * n // out if mode == "nearest" else (2 * i + 1) * n // (2 * out)
         else:
             scale = n / out if f is None else 1.0 / f
             src = (dst + (0.5 if mode != "nearest" else 0.0)) * scale
