@@ -140,7 +140,12 @@ def _normalized(x: Tensor, axes: tuple[int, ...], eps: float) -> Tensor:
 def _trailing_axes(x: Tensor, normalized_shape, what: str) -> tuple[int, ...]:
     """The last axes of `x` that `normalized_shape` (an int or sizes) names."""
     dims = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) \
-        else tuple(normalized_shape)
+        else tuple(normalized_shape) if isinstance(normalized_shape, (tuple, list)) else None
+    if dims is None or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool)
+                               for d in dims):
+        raise TypeError(f"{what}'s normalized_shape must be an int or a tuple of ints, got "
+                        f"{normalized_shape!r}"[:300])
+    dims = tuple(int(d) for d in dims)
     if not dims or len(dims) > x.ndim or tuple(x.shape[x.ndim - len(dims):]) != dims:
         raise ShapeError(f"{what}'s normalized_shape {normalized_shape!r} must be the last "
                          f"axes of the input's shape {x.shape}"[:300])
