@@ -266,6 +266,32 @@ def test_gradients_of_views_lazy_targets_and_16_bit_floats():
     assert Tensor.randn(2, requires_grad=True).requires_grad
 
 
+def test_a_strided_slice_target_counts_every_use_of_its_values():
+    """A strided slice whose step does not divide its axis is a padded view (PAD, reshape,
+    shrink): its uses through views of it folded over the buffer counted too (they were
+    dropped: half the gradient, or 'not in the graph')."""
+    xs = np.arange(10.0).reshape(5, 2)
+    x = Tensor(xs).realize().requires_grad_()
+    v = x[::2].requires_grad_()
+    vs = xs[::2]
+    loss = (v * v).sum() + (v.reshape(-1) ** 2).sum()
+    np.testing.assert_array_equal(loss.gradient(v)[0].numpy(), 4 * vs)
+    np.testing.assert_array_equal((v.reshape(-1) ** 2).sum().gradient(v)[0].numpy(), 2 * vs)
+    got = ((v * v).sum() + (v[0:2][0:1] ** 2).sum()).gradient(v)[0].numpy()
+    np.testing.assert_array_equal(got, 2 * vs + np.where(np.arange(3)[:, None] < 1, 2 * vs, 0))
+    np.testing.assert_array_equal(((v * v).sum() + (x * x).sum()).gradient(v)[0].numpy(), 4 * vs)
+    loss.backward()
+    np.testing.assert_array_equal(v.grad.numpy(), 4 * vs)
+    want_x = np.zeros_like(xs)
+    want_x[::2] = 4 * vs
+    np.testing.assert_array_equal(x.grad.numpy(), want_x)
+    ys = np.arange(35.0).reshape(5, 7)
+    y = Tensor(ys).realize().requires_grad_()
+    w = y[::-2, 1::3].requires_grad_()
+    loss = (w.reshape(-1) ** 2).sum() + (w.flip(0) * 3).sum() + y.sum()
+    np.testing.assert_array_equal(loss.gradient(w)[0].numpy(), 2 * ys[::-2, 1::3] + 4)
+
+
 def test_realized_values_in_place_ops_detach_constants_and_flat_paths():
     x = Tensor(np.array([[1.0, 2.0], [3.0, -4.0]]))
     w = Tensor(np.array([0.5, -1.0]), requires_grad=True).realize()

@@ -42,6 +42,10 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
                                 "(equal constants share one node): realize it, or mark it "
                                 "requires_grad, before building the graph")
     wanted = {below for below, _ in views}
+    # a padded view (a strided slice is one) also takes its own node's gradient: what the
+    # graph reads of its padding elements, which are no values of what it views
+    padded = [t.uop if any(n.op is Ops.PAD for n in chain) else None
+              for t, (_, chain) in zip(targets, views)]
     top = root.uop
     order = top.toposort()  # (children first; an iterative walk)
     leads: dict[UOp, bool] = {}  # (reaches a target through ops that carry gradients)
@@ -55,8 +59,9 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
                             f"{missing[0].shape}) do not appear in the graph of this tensor "
                             "(not used by it, or assigned or realized after it was built)")
     grads: dict[UOp, Tensor] = {top: seed}
+    kept = wanted.union(u for u in padded if u is not None)
     for n in reversed(order):
-        g = grads.pop(n, None) if n not in wanted else grads.get(n)
+        g = grads.pop(n, None) if n not in kept else grads.get(n)
         if g is None or n.op in _LEAVES or not any(leads[s] for s in n.src):
             continue
         rule = _RULES.get(n.op)
@@ -71,13 +76,18 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
                 gs = gs.cast(s.dtype)
             grads[s] = gs if s not in grads else grads[s] + gs
     out = []
-    for t, (below, chain) in zip(targets, views):
+    for t, (below, chain), pad_top in zip(targets, views, padded):
         if not leads.get(below, False):
             out.append(None)
-        elif (g := grads.get(below)) is None:  # (read only through ops without a gradient:
-            out.append(t.zeros_like())  # comparisons, casts to ints, a where's condition)
-        else:
-            out.append(_through(g, chain))
+            continue
+        g = grads.get(below)
+        g = t.zeros_like() if g is None else _through(g, chain)  # (None: read only through
+        # ops without a gradient: comparisons, casts to ints, a where's condition)
+        if pad_top is not None and (g_top := grads.get(pad_top)) is not None:
+            shown = _through(Tensor.ones(*shape_of(below), dtype=g.dtype, device=g.device),
+                             chain)  # 1 where the view shows a value, 0 on its padding
+            g = g + g_top * (1 - shown)
+        out.append(g)
     return out
 
 
@@ -250,13 +260,15 @@ def _view_chain(u: UOp) -> tuple[UOp, list[UOp]]:
     target's gradient is taken at that node (the front end folds a view of a view into one
     op, so the target's own node may not be in a graph built over it) and carried up the
     ops: the gradient of the values the view shows, every use of them counting (also
-    through other views of the same tensor or buffer)."""
+    through other views of the same tensor or buffer). A PAD among them (a strided slice
+    is one) shows no value on its padding: there `gradients` adds what the graph reads of
+    the view's own node."""
     top, chain = u, []
-    while u.op in _INJECTIVE and len(u.src) == 1:
+    while (u.op in _INJECTIVE or u.op is Ops.PAD) and len(u.src) == 1:
         chain.append(u)
         u = u.src[0]
-    if u.op in (Ops.EXPAND, Ops.PAD):  # (a broadcast or padded view: its elements are no
-        return top, []  # values of their own; the gradient of the node itself, if read)
+    if u.op is Ops.EXPAND:  # (a broadcast view: its elements are no values of their own;
+        return top, []  # the gradient of the node itself, if read)
     return u, chain[::-1]
 
 
@@ -269,6 +281,8 @@ def _through(g, chain: list[UOp]):
             g = g.permute(n.arg)
         elif n.op is Ops.SHRINK:
             g = g.shrink(n.arg)
+        elif n.op is Ops.PAD:  # (zeros: no value of the view's source is there)
+            g = g._pad(n.arg)
         else:
             g = g.flip(n.arg)
     return g
