@@ -514,3 +514,53 @@ def test_a_jit_capture_records_its_calls_and_marking_runs_pending_assigns():
     t.requires_grad_()
     with pytest.raises(GradientError, match="one computed from"):
         (t * x).sum().gradient(x, t)
+
+
+def test_gradients_stay_finite_where_a_branch_or_a_root_would_give_nan():
+    """Points where a composite's backward multiplied an infinity by a zero (a reviewer's
+    list, each checked against the derivative of the function itself)."""
+    def grad(fn, a, *more):
+        x = Tensor(np.asarray(a)).requires_grad_()
+        return fn(x, *more).sum().gradient(x)[0].numpy()
+
+    f32 = np.array([-100.0, 0.0, 100.0], np.float32)
+    np.testing.assert_array_equal(grad(lambda x: x.sigmoid(), f32), [0.0, 0.25, 0.0])
+    np.testing.assert_array_equal(grad(lambda x: x.silu(), f32), [0.0, 0.5, 1.0])
+    assert np.isfinite(grad(lambda x: x.quick_gelu(), np.array([-800.0, 800.0]))).all()
+    big = np.array([100.0, 1.0, 0.0, -1.0, -100.0], np.float32)
+    e1 = float(np.exp(np.float32(-1.0)))
+    np.testing.assert_allclose(grad(lambda x: x.elu(), big), [1, 1, 1, e1, 0], rtol=1e-6)
+    np.testing.assert_allclose(grad(lambda x: x.celu(2.0), big),
+                               [1, 1, 1, np.exp(-0.5), 0], rtol=1e-6)
+    assert np.isfinite(grad(lambda x: x.selu(), big)).all()
+    p = np.array([0.0, 1.0, 0.0, 1.0, 0.3])
+    t = Tensor(np.array([0.0, 1.0, 1.0, 0.0, 1.0]))
+    got = grad(lambda x: x.binary_cross_entropy(t, reduction="none"), p)
+    np.testing.assert_allclose(got, [1.0, -1.0, 0.0, 0.0, -1 / 0.3], rtol=1e-12)
+    a, b = Tensor(np.zeros(1)).requires_grad_(), Tensor(np.zeros(1)).requires_grad_()
+    assert [g.numpy().tolist() for g in a.logaddexp(b).sum().gradient(a, b)] == [[0.5], [0.5]]
+    np.testing.assert_array_equal(grad(lambda x: x.std(), np.ones(3)), 0.0)
+    for ord_ in (None, 3):
+        np.testing.assert_array_equal(grad(lambda x: x.norm(ord=ord_), np.zeros(2)), 0.0)
+    np.testing.assert_array_equal(grad(lambda x: x.norm(axis=(0, 1)), np.zeros((2, 2))), 0.0)
+    np.testing.assert_allclose(grad(lambda x: x.norm(), np.array([3.0, 4.0])), [0.6, 0.8])
+    np.testing.assert_array_equal(grad(lambda x: x.arctan2(Tensor(np.zeros(1))), np.zeros(1)), 0)
+    np.testing.assert_array_equal(grad(lambda x: x.hypot(Tensor(np.zeros(1))), np.zeros(1)), 0)
+    np.testing.assert_array_equal(
+        grad(lambda x: x.copysign(Tensor(np.array([-1.0, 1.0, -3.0]))), np.array([0.0, -0.0, 2.0])),
+        [0.0, 0.0, -1.0])
+    q, z = Tensor(np.ones((2, 3))).requires_grad_(), Tensor(np.ones((2, 0))).requires_grad_()
+    gq, gz = q.cat(z, dim=1).sum().gradient(q, z)  # (an empty part leaves the graph)
+    assert gz.shape == (2, 0) and gq.numpy().tolist() == [[1.0] * 3] * 2
+
+
+def test_sigmoid_is_one_op_with_the_formulas_values():
+    for dt in (np.float16, np.float32, np.float64):
+        a = np.array([-1000, -100, -20, -1, -0.0, 0, 1, 20, 100, 1000, np.inf, -np.inf, np.nan], dt)
+        with np.errstate(all="ignore"):
+            want = (1 / (1 + np.exp(-a.astype(np.float32 if dt == np.float16 else dt)))).astype(dt)
+        got = Tensor(a).sigmoid()
+        assert got.dtype.np == dt and (dt == np.float16 or got.uop.op.name == "SIGMOID")
+        np.testing.assert_array_equal(got.numpy(), want)
+        np.testing.assert_array_equal(Tensor(a)[::-2].sigmoid().numpy(), want[::-2])
+    check(lambda x: x.sigmoid() * x, rand(3, 4))

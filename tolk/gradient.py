@@ -53,7 +53,11 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
         leads[n] = n in wanted or (n.op not in _LEAVES and any(leads[s] for s in n.src))
     _refuse_hidden_paths(order, wanted, {below: b for t, (below, _) in zip(targets, views)
                                          if (b := _base_storage(t.uop)) is not None})
-    missing = [t for t, (below, _) in zip(targets, views) if not leads.get(below, False)]
+    # a target with no element asked for by name: its gradient is empty, read or not (a
+    # concatenation leaves an empty part out of its graph)
+    empty = [strict and 0 in t.shape for t in targets]
+    missing = [t for t, (below, _), e in zip(targets, views, empty)
+               if not e and not leads.get(below, False)]
     if missing and strict:
         raise GradientError(f"gradient: {len(missing)} target(s) (the first of shape "
                             f"{missing[0].shape}) do not appear in the graph of this tensor "
@@ -76,7 +80,10 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
                 gs = gs.cast(s.dtype)
             grads[s] = gs if s not in grads else grads[s] + gs
     out = []
-    for t, (below, chain), pad_top in zip(targets, views, padded):
+    for t, (below, chain), pad_top, e in zip(targets, views, padded, empty):
+        if e:
+            out.append(t.zeros_like())
+            continue
         if not leads.get(below, False):
             out.append(None)
             continue
@@ -389,6 +396,12 @@ def _ties(g, a, b, first_wins):
     return g * share, g * (1 - share)
 
 
+def _nonzero(d):
+    """`d` with its zeros made ones: a denominator whose numerators are 0 where it is (a
+    gradient of 0 there, not 0 / 0)."""
+    return d + (d == 0).cast(d.dtype)
+
+
 def _pow(n: UOp, g, s):
     a, b, out = s[0], s[1], s.out
     da = (b == 0).where(0, g * b * a ** (b - 1))
@@ -451,6 +464,7 @@ _RULES: dict[Ops, Rule] = {
     Ops.COS: lambda n, g, s: (-g * s[0].sin(),),
     Ops.TAN: lambda n, g, s: (g * (s.out * s.out + 1),),
     Ops.TANH: lambda n, g, s: (g * (1 - s.out * s.out),),
+    Ops.SIGMOID: lambda n, g, s: (g * s.out * (1 - s.out),),
     Ops.SINH: lambda n, g, s: (g * s[0].cosh(),),
     Ops.COSH: lambda n, g, s: (g * s[0].sinh(),),
     Ops.ASIN: lambda n, g, s: (g * (1 - s[0] * s[0]).rsqrt(),),
@@ -465,12 +479,13 @@ _RULES: dict[Ops, Rule] = {
     Ops.POW: _pow,
     Ops.MAX: lambda n, g, s: _ties(g, s[0], s[1], True),
     Ops.MIN: lambda n, g, s: _ties(g, s[0], s[1], False),
-    Ops.ATAN2: lambda n, g, s: (g * s[1] / (s[0] * s[0] + s[1] * s[1]),
-                                   -g * s[0] / (s[0] * s[0] + s[1] * s[1])),
-    Ops.HYPOT: lambda n, g, s: (g * s[0] / s.out, g * s[1] / s.out),
+    Ops.ATAN2: lambda n, g, s: (lambda d: (g * s[1] / d, -g * s[0] / d))(
+        _nonzero(s[0] * s[0] + s[1] * s[1])),  # (0 at the origin, as PyTorch's)
+    Ops.HYPOT: lambda n, g, s: (lambda d: (g * s[0] / d, g * s[1] / d))(
+        _nonzero(s.out)),  # (0 at the origin, as a norm's)
     Ops.FMOD: lambda n, g, s: (g, -g * (s[0] / s[1]).trunc()),
     Ops.MOD: lambda n, g, s: (g, -g * (s[0] / s[1]).floor()),
-    Ops.COPYSIGN: lambda n, g, s: (g * s[0].full_like(1.0).copysign(s[0]) *
+    Ops.COPYSIGN: lambda n, g, s: (g * s[0].sign() *  # (0 at a zero, as abs and PyTorch)
                                       s[0].full_like(1.0).copysign(s[1]), None),
     Ops.WHERE: _where,
     Ops.CAST: lambda n, g, s: (None,) if n.arg == "detach" else (g,),

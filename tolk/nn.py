@@ -208,7 +208,14 @@ def leaky_relu(self, neg_slope: float = 0.01, *, negative_slope: float | None = 
 def elu(self, alpha: float = 1.0) -> Tensor:
     """x where x > 0, else ``alpha * expm1(x)``; 16-bit floats in float32."""
     x = self._float()
-    return (x > 0).where(x, x.expm1() * alpha)
+    return (x > 0).where(x, _at_most_0(x).expm1() * alpha)
+
+
+def _at_most_0(x: Tensor) -> Tensor:
+    """x where x <= 0, else 0 (nan where x is +inf or nan): the argument of a branch taken
+    only there, so that it never overflows where it is not taken (a branch's inf, multiplied
+    by the zero gradient a `where` gives it, made nan gradients)."""
+    return x * (x <= 0).cast(x.dtype)
 
 
 @_half_in_float32
@@ -217,7 +224,7 @@ def celu(self, alpha: float = 1.0) -> Tensor:
     if alpha == 0:
         raise ValueError("celu's alpha must not be 0 (it divides by it)")
     x = self._float()
-    return (x > 0).where(x, (x / alpha).expm1() * alpha)
+    return (x > 0).where(x, (_at_most_0(x) / alpha).expm1() * alpha)
 
 
 @_half_in_float32
@@ -517,14 +524,24 @@ def cross_entropy(self, target, weight=None, ignore_index: int = -100,
 def binary_cross_entropy(self, target, weight=None, reduction: str = "mean") -> Tensor:
     """``-weight * (t * log(p) + (1 - t) * log1p(-p))`` for probabilities p (this
     tensor) and targets t (its shape), each log at least -100 (PyTorch's: a p of 0 or 1
-    gives a finite loss). A p outside [0, 1] gives nan (PyTorch raises)."""
+    gives a finite loss, and a finite gradient: 0 through a log held at -100). A p outside
+    [0, 1] gives nan (PyTorch raises)."""
     _check_reduction(reduction, "binary_cross_entropy")
     p = self._float()
     t = _same_shape_target(target, p, "binary_cross_entropy")
-    loss = (t - 1) * (-p).log1p().maximum(-100) - t * p.log().maximum(-100)
+    loss = (t - 1) * _log_at_least_m100(-p, Tensor.log1p, -1) - t * _log_at_least_m100(
+        p, Tensor.log, 0)
     if weight is not None:
         loss = loss * _loss_weight(weight, p, "binary_cross_entropy's weight")
     return _reduce_loss(loss, reduction)
+
+
+def _log_at_least_m100(u: Tensor, log, pole: float) -> Tensor:
+    """``log(u).maximum(-100)`` (`log`: Tensor.log or Tensor.log1p, -inf at `pole`) whose
+    gradient is finite at the pole too: there the log is taken of a finite stand-in and -100
+    chosen (a -inf held at -100 passed 0 / 0 back)."""
+    at_pole = u == pole
+    return at_pole.where(-100.0, log(u + at_pole.cast(u.dtype))).maximum(-100)
 
 
 @_half_in_float32

@@ -474,6 +474,15 @@ def _half_in_float32(method):
     return wrapper
 
 
+def _root_of_sum(v: Tensor, power: float = 2.0) -> Tensor:
+    """``v ** (1 / power)`` of a sum of non-negative powers (power > 0) whose gradient is 0
+    where v is 0 (PyTorch's for std and norms; through sqrt it was 0 * inf = nan): the root
+    of 1 taken there, times 0. Elsewhere the same values."""
+    zero = (v == 0).cast(v.dtype)
+    safe = v + zero
+    return (safe.sqrt() if power == 2 else safe ** (1.0 / power)) * (1 - zero)
+
+
 def _grad_option(factory):
     """`factory` also taking PyTorch's ``requires_grad=`` (the new tensor marked)."""
     @functools.wraps(factory)
@@ -1525,7 +1534,8 @@ class Tensor:
     def logaddexp(self, x) -> Tensor:
         """numpy's logaddexp: log(exp(self) + exp(x)) without overflow (equal infinities give
         themselves, nan propagates); 16-bit floats computed in float32 and rounded once, as
-        numpy's."""
+        numpy's. Equal arguments share the gradient (half each: the function is smooth
+        there)."""
         _not_sharded(x, "logaddexp")
         a, b = self._operands(x)
         a, b = a._float(), b._float()
@@ -1533,7 +1543,8 @@ class Tensor:
         if out.itemsize == 2:
             a, b = a.cast(dtypes.float32), b.cast(dtypes.float32)
         spread = (-(a - b).abs()).exp().log1p()
-        return (a == b).where(a + math.log(2), a.maximum(b) + spread).cast(out)
+        tie = a * 0.5 + b * 0.5 + math.log(2)  # (a itself when equal: halves are exact)
+        return (a == b).where(tie, a.maximum(b) + spread).cast(out)
 
     def deg2rad(self) -> Tensor:
         """numpy's deg2rad: self * (pi / 180), the factor as numpy takes it (in float32 for
@@ -1670,9 +1681,11 @@ class Tensor:
 
     @_half_in_float32
     def sigmoid(self) -> Tensor:
-        """1 / (1 + exp(-x)); 16-bit floats computed in float32 and rounded once (exp(-x)
-        overflows float16 below x = -11.1, where float16 still holds the result)."""
-        return (1 + (-self._float()).exp()).reciprocal()
+        """1 / (1 + exp(-x)) (0 where exp(-x) overflows), one op whose gradient
+        ``y * (1 - y)`` is finite everywhere (through exp it was nan below ~-88 in float32);
+        16-bit floats computed in float32 and rounded once (exp(-x) overflows float16 below
+        x = -11.1, where float16 still holds the result)."""
+        return self._unary(Ops.SIGMOID)
 
     def relu(self) -> Tensor:
         return self.maximum(0)
@@ -2079,7 +2092,7 @@ class Tensor:
         a = x.abs()
         n = x.shape[0 if ax is None else ax]
         if ord is None or ord == 2:
-            out = (x * x).sum(ax, keepdim=True).sqrt()
+            out = _root_of_sum((x * x).sum(ax, keepdim=True))
         elif ord == math.inf and isinstance(n, int) and n == 0:
             out = a.sum(ax, keepdim=True)  # (nothing: 0, as numpy's)
         elif ord == math.inf:
@@ -2090,6 +2103,8 @@ class Tensor:
             out = (x != 0).sum(ax, keepdim=True).cast(x.dtype)
         elif ord == 1:
             out = a.sum(ax, keepdim=True)
+        elif ord > 0:
+            out = _root_of_sum((a ** float(ord)).sum(ax, keepdim=True), float(ord))
         else:
             out = (a ** float(ord)).sum(ax, keepdim=True) ** (1.0 / float(ord))
         if axis is None:
@@ -2104,7 +2119,7 @@ class Tensor:
             raise ValueError(f"norm's two axes name one axis twice: {axes!r}")
         a = self._float().abs()
         if ord is None or ord == "fro":
-            out = (a * a).sum((rows, cols), keepdim=True).sqrt()
+            out = _root_of_sum((a * a).sum((rows, cols), keepdim=True))
         elif isinstance(ord, str) or isinstance(ord, (bool, np.bool_)) or \
                 ord not in (1, -1, math.inf, -math.inf):
             raise ValueError(f"norm's matrix ord must be None, 'fro', 1, -1, inf or -inf, got "
@@ -2164,7 +2179,7 @@ class Tensor:
         if not self.dtype.is_float:
             return self.cast(dtypes.float64).std(axis, keepdim, correction).cast(
                 dtypes.default_float)
-        return self.var(axis, keepdim, correction).sqrt()
+        return _root_of_sum(self.var(axis, keepdim, correction))
 
     def _arg(self, op: Ops, axis, keepdim: bool) -> Tensor:
         """Index (int64) of the first extreme value along `axis`; a NaN counts as extreme."""

@@ -54,6 +54,7 @@ _UNARY = {
     Ops.COSH: "np.cosh", Ops.ASIN: "np.arcsin", Ops.ACOS: "np.arccos", Ops.ATAN: "np.arctan",
     Ops.ASINH: "np.arcsinh", Ops.ACOSH: "np.arccosh", Ops.ATANH: "np.arctanh",
     Ops.RINT: "np.rint", Ops.ERF: "erf_values", Ops.ERFC: "erfc_values",
+    Ops.SIGMOID: "sigmoid_values",
 }
 _BINARY = {
     Ops.ADD: "np.add", Ops.SUB: "np.subtract", Ops.MUL: "np.multiply", Ops.DIV: "np.true_divide",
@@ -1032,6 +1033,19 @@ erf_values = _by_element(math.erf)  # (numpy has no erf: libm's, ~0.1 us an elem
 erfc_values = _by_element(math.erfc)
 
 
+def sigmoid_values(x, out=None):
+    """``1 / (1 + exp(-x))`` of an array, ufunc-like (written into `out` when given): 0 where
+    exp(-x) overflows, as the formula gives; float16 computed in float32 and rounded once."""
+    x = np.asarray(x)
+    wide = x.astype(np.float32) if x.dtype == np.float16 else x
+    with np.errstate(over="ignore"):
+        r = np.asarray(1 / (1 + np.exp(-wide)), dtype=x.dtype)
+    if out is None:
+        return r
+    out[...] = r
+    return out
+
+
 def sort_along(x, axis: int, descending: bool, indices: bool) -> np.ndarray:
     """numpy's stable sort of `x` along `axis`: the values, or (`indices`) their int64
     positions. Descending is the ascending order of the reversed axis, reversed: nan first,
@@ -1059,6 +1073,7 @@ _GLOBALS = {"contract": contract, "exact_where_not_finite": exact_where_not_fini
             "take_rows": take_rows, "ordered_reduce": ordered_reduce,
             "scatter_add": scatter_add, "sort_along": sort_along,
             "erf_values": erf_values, "erfc_values": erfc_values,
+            "sigmoid_values": sigmoid_values,
             "np": np, "bf16_to_f32": bf16_to_f32, "f32_to_bf16": f32_to_bf16,
             "bf16_round": bf16_round,
             "view_reshape": view_reshape, "reshape_prefix": reshape_prefix,

@@ -220,6 +220,9 @@ class Ops(int, metaclass=_OpsType):
     # -1 for a negative value shifted right)
     SHL = auto()
     SHR = auto()
+    # unary: the logistic function 1 / (1 + exp(-x)), 0 where exp(-x) overflows (an op of its
+    # own so that its gradient, y * (1 - y), is finite everywhere)
+    SIGMOID = auto()
 
     name: str  # in the member's own __dict__ (an int subclass takes no slots)
 
@@ -246,7 +249,8 @@ class GroupOp:
         {Ops.NEG, Ops.EXP, Ops.LOG, Ops.SQRT, Ops.RECIPROCAL, Ops.SIN, Ops.COS, Ops.TANH,
          Ops.ABS, Ops.SIGN, Ops.NOT, Ops.TRUNC, Ops.EXP2, Ops.LOG2, Ops.FLOOR, Ops.CEIL,
          Ops.LOG1P, Ops.EXPM1, Ops.TAN, Ops.SINH, Ops.COSH, Ops.ASIN, Ops.ACOS, Ops.ATAN,
-         Ops.ASINH, Ops.ACOSH, Ops.ATANH, Ops.RINT, Ops.ERF, Ops.ERFC}
+         Ops.ASINH, Ops.ACOSH, Ops.ATANH, Ops.RINT, Ops.ERF, Ops.ERFC,
+         Ops.SIGMOID}
     )
     Binary = frozenset(
         {Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.IDIV, Ops.MOD, Ops.POW, Ops.MAX, Ops.MIN,
