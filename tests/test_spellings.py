@@ -232,3 +232,53 @@ def test_review_fixes_addmm_logit_dim_and_rot90():
                                   np.cross(v, v[::-1], axis=0))
     with pytest.raises(TypeError, match="two axes"):
         Tensor(a).rot90(1, 0)
+
+
+def test_second_review_fixes():
+    s = Tensor(3.0)  # a 0-d tensor and axis 0: a ShapeError, or numpy's answer
+    for call in (lambda: s.size(0), lambda: s.norm(axis=0), lambda: s.cross(s, axis=0)):
+        with pytest.raises(ShapeError, match="0-d tensor"):
+            call()
+    np.testing.assert_array_equal(s.repeat_interleave(2, 0).numpy(), np.repeat(3.0, 2, axis=0))
+    a = np.array([[300, 300]], np.float16)  # einsum of 16-bit floats: float32 inside
+    b = np.array([[300], [-300]], np.float16)
+    np.testing.assert_array_equal(Tensor.einsum("ij,jk->ik", Tensor(a), Tensor(b)).numpy(),
+                                  np.einsum("ij,jk->ik", a, b))
+    x, y = np.array([300, 1], np.float16), np.array([0.001, 1], np.float16)
+    np.testing.assert_array_equal(Tensor.einsum("i,i,i->", Tensor(x), Tensor(x), Tensor(y))
+                                  .numpy(), np.einsum("i,i,i->", x, x, y))
+    mixed = [np.array(1, np.int16), np.array(1, np.uint16), np.array(1, np.float16)]
+    assert Tensor.einsum(",,->", *map(Tensor, mixed)).dtype.np == np.einsum(",,->", *mixed).dtype
+    got = Tensor(np.array([1.0])).xlogy(Tensor(np.array([3.0], np.float16)))  # promoted first
+    np.testing.assert_allclose(got.numpy(), [np.log(np.float16(3.0).astype(np.float64))],
+                               rtol=1e-15)
+    got = Tensor(np.array([1.0])).xlogy(Tensor(np.array([16777217], np.int64)))
+    np.testing.assert_allclose(got.numpy(), [np.log(16777217.0)], rtol=1e-15)
+    m = Tensor(np.array([[1, 2]]))  # addmm with beta 0: the dtype and values of beta 1's
+    m1, m2 = Tensor(np.array([[1, 2], [3, 4]])), Tensor(np.array([[1, 0], [0, 1]]))
+    r0, r1 = m.addmm(m1, m2, beta=0, alpha=0.5), m.addmm(m1, m2, beta=1, alpha=0.5)
+    assert r0.dtype is r1.dtype
+    np.testing.assert_array_equal(r0.numpy(), [[0.5, 1.0], [1.5, 2.0]])
+    grown = Tensor(np.zeros((1, 3))).addmm(Tensor(np.ones((2, 2))), Tensor(np.ones((2, 3))),
+                                           beta=0)
+    grown += 1  # (a tensor of its own, not a broadcast view)
+    np.testing.assert_array_equal(grown.numpy(), np.full((2, 3), 3.0))
+    np.testing.assert_array_equal(Tensor(np.array([1.0, 2.0])).float_power([2, 3]).numpy(),
+                                  np.float_power([1.0, 2.0], [2, 3]))
+    t = Tensor(np.ones((3, 4), np.float32))
+    for call, what in ((lambda: t.float_power("a"), "float_power's exponent"),
+                       (lambda: t.addmm([[1.0]], [[1.0]]), "addmm takes Tensors"),
+                       (lambda: t.view_as([1, 2]), "takes Tensors"),
+                       (lambda: t.expand_as([1, 2]), "expand_as takes Tensors"),
+                       (lambda: t.type_as([1, 2]), "type_as takes Tensors"),
+                       (lambda: t.logit("a"), "logit's eps"),
+                       (lambda: t.cdist(t, "a"), "cdist's p")):
+        with pytest.raises(TypeError, match=what):
+            call()
+    v = np.array([0.1, 3.0, 1e25, 123.456, 2.5])  # numpy's powers of ten (1e23 is not 10.**23)
+    for d in (23, 25, 26, 27, 30, 31, 32, -23, -25, 310):
+        np.testing.assert_array_equal(Tensor(v).round(d).numpy(), np.round(v, d))
+    r = Tensor(np.arange(4.0).reshape(2, 2))
+    q = r.rot90(0)
+    q += 1  # (a view for every k, as numpy's)
+    np.testing.assert_array_equal(r.numpy(), np.arange(4.0).reshape(2, 2) + 1)

@@ -10,7 +10,7 @@ import numpy as np
 
 from tolk.dtype import dtypes, least_upper_dtype
 from tolk.errors import ShapeError
-from tolk.helpers import int_arg, prod
+from tolk.helpers import int_arg, prod, real_arg
 from tolk.tensor import (Tensor, _all_tensors, _broadcast_shape, _half_in_float32, _norm_axis,
                          _numpy_names, _static_dims)
 from tolk.uop.ops import Ops, UOp
@@ -27,10 +27,11 @@ def _ranked(what: str, ts: tuple, ranks: tuple) -> Tensor:
 
 def _scaled_sum(a: Tensor, beta, b: Tensor, alpha) -> Tensor:
     """``beta * a + alpha * b`` (a factor of 1 left out; beta 0 ignores a, nan and all)."""
-    if beta == 0:  # (a's shape and dtype still count: it must broadcast, and it promotes)
+    if beta == 0:  # (a's shape and dtype still count: it must broadcast, and it promotes as
+        # the sum would; a new tensor, as the sum is)
         shape = _broadcast_shape(a.shape, b.shape)
-        out = (b * alpha if alpha != 1 else b._copy()).cast(least_upper_dtype(a.dtype, b.dtype))
-        return out._broadcast_to(shape)
+        scaled = b * alpha if alpha != 1 else b
+        return scaled.cast(least_upper_dtype(a.dtype, scaled.dtype))._broadcast_to(shape)._copy()
     return (a * beta if beta != 1 else a) + (b * alpha if alpha != 1 else b)
 
 
@@ -87,10 +88,12 @@ def std_mean(self, axis=None, keepdim: bool = False, correction: int = 1
 
 
 def expand_as(self, other: Tensor) -> Tensor:
+    _all_tensors("expand_as", (other,))
     return self.expand(other.shape)
 
 
 def reshape_as(self, other: Tensor) -> Tensor:
+    _all_tensors("reshape_as", (other,))
     return self.reshape(other.shape)
 
 
@@ -98,6 +101,7 @@ view_as = reshape_as
 
 
 def type_as(self, other: Tensor) -> Tensor:
+    _all_tensors("type_as", (other,))
     return self.cast(other.dtype)
 
 
@@ -126,13 +130,19 @@ def clone(self) -> Tensor:
 
 
 def detach(self) -> Tensor:
-    """A tensor with these values that gradients do not pass through (PyTorch's
-    detach; a view of the same values, marked: no copy is made)."""
+    """A tensor with these values that gradients do not pass through (PyTorch's detach),
+    a lazy tensor of its own like any other: it holds the values as they are now, and
+    in-place changes of either tensor later are not seen by the other (PyTorch's shares the
+    storage: a write through it changes the original). Nothing is copied unless one of them
+    changes in place (it reads what is there until then)."""
     return Tensor(UOp(Ops.CAST, self.dtype, (self.uop,), "detach"))
 
 
 def size(self, dim: int | None = None):
-    """PyTorch's size: the shape, or its length along `dim`."""
+    """PyTorch's size: the shape, or its length along `dim` (a 0-d tensor has none: a
+    ShapeError)."""
+    if dim is not None and self.ndim == 0:
+        raise ShapeError(f"size({dim!r}) of a 0-d tensor: it has no axis")
     return self.shape if dim is None else self.shape[_norm_axis(dim, self.ndim)]
 
 
@@ -210,6 +220,7 @@ def mv(self, vec: Tensor) -> Tensor:
 
 def addmm(self, mat1: Tensor, mat2: Tensor, beta=1, alpha=1) -> Tensor:
     """``beta * self + alpha * (mat1 @ mat2)`` (PyTorch's addmm)."""
+    _all_tensors("addmm", (mat1, mat2))
     return _scaled_sum(self, beta, mat1.mm(mat2), alpha)
 
 
@@ -229,6 +240,7 @@ def logit(self, eps: float | None = None) -> Tensor:
     (PyTorch's logit)."""
     p = self._float()
     if eps is not None:
+        eps = real_arg(eps, "logit's eps")
         p = p.clip(eps, 1 - eps)
     return (p / (1 - p)).log()
 
@@ -236,7 +248,10 @@ def logit(self, eps: float | None = None) -> Tensor:
 def xlogy(self, y) -> Tensor:
     """``x * log(y)``, 0 where x is 0 and y is not nan (scipy's and PyTorch's xlogy)."""
     x = self._float()
-    y = y._float() if isinstance(y, Tensor) else Tensor.full((), y, x.dtype, x.device)
+    if not isinstance(y, Tensor):
+        y = Tensor.full((), y, x.dtype, x.device)
+    d = least_upper_dtype(x.dtype, y.dtype) if y.dtype.is_float else x.dtype
+    x, y = x.cast(d), y.cast(d)  # (promoted before the log: y's own float may be narrower)
     return ((x == 0) & (y == y)).where(0, x * y.log())
 
 
@@ -282,7 +297,8 @@ def flipud(self) -> Tensor:
 
 
 def rot90(self, k: int = 1, axes=(0, 1)) -> Tensor:
-    """numpy's rot90: `k` quarter turns from the first of `axes` toward the second."""
+    """numpy's rot90: `k` quarter turns from the first of `axes` toward the second, a
+    view that writes go through (k = 0: this tensor itself; numpy gives a view of it)."""
     k = int_arg(k, "rot90's k") % 4
     if not isinstance(axes, (tuple, list)):
         raise TypeError(f"rot90's axes must be two axes, got {axes!r}")
@@ -293,7 +309,7 @@ def rot90(self, k: int = 1, axes=(0, 1)) -> Tensor:
     if a == b:
         raise ShapeError(f"rot90's axes must differ, got {axes!r}")
     if k == 0:
-        return self._copy()
+        return self
     if k == 2:
         return self.flip((a, b))
     return self.flip(b).swapaxes(a, b) if k == 1 else self.swapaxes(a, b).flip(b)
@@ -321,6 +337,9 @@ def atleast_3d(self) -> Tensor:
 def cross(self, other: Tensor, axis: int = -1) -> Tensor:
     """numpy's cross product of 3-vectors along `axis` (broadcast; other lengths refused)."""
     _all_tensors("cross", (other,))
+    if self.ndim == 0 or other.ndim == 0:
+        raise ShapeError(f"cross of a 0-d tensor (shapes {self.shape} and {other.shape}): it "
+                         "needs vectors of 3")
     a, b = _norm_axis(axis, self.ndim), _norm_axis(axis, other.ndim)
     if self.shape[a] != 3 or other.shape[b] != 3:
         raise ShapeError(f"cross needs vectors of 3 along axis {axis}, got {self.shape} and "
@@ -393,8 +412,7 @@ def cdist(self, other: Tensor, p: float = 2.0) -> Tensor:
     if self.ndim < 2 or other.ndim < 2 or self.shape[-1] != other.shape[-1]:
         raise ShapeError(f"cdist needs (..., P, M) and (..., R, M) tensors, got "
                          f"{self.shape} and {other.shape}")
-    if not p >= 0:
-        raise ValueError(f"cdist's p must be >= 0, got {p!r}")
+    p = real_arg(p, "cdist's p")
     d = self._float().unsqueeze(-2) - other._float().unsqueeze(-3)
     return d.norm(p, axis=-1)
 
@@ -404,7 +422,8 @@ def repeat_interleave(self, repeats, axis: int | None = None) -> Tensor:
     """numpy's repeat (PyTorch's repeat_interleave): each element `repeats` times (an
     int, or one int per element along `axis`) along `axis` (None: of the flattened
     tensor). The repeats are read when the graph is built (no tensor of them)."""
-    x, ax = (self.flatten(), 0) if axis is None else (self, _norm_axis(axis, self.ndim))
+    x, ax = (self.flatten(), 0) if axis is None or self.ndim == 0 else \
+        (self, _norm_axis(axis, self.ndim))  # (a 0-d tensor with an axis: as numpy, one axis)
     _static_dims(x, "repeat_interleave", (ax,))
     n = x.shape[ax]
     reps = np.asarray(repeats.numpy() if isinstance(repeats, Tensor) else repeats)
@@ -421,8 +440,16 @@ def repeat_interleave(self, repeats, axis: int | None = None) -> Tensor:
 
 
 def float_power(self, x) -> Tensor:
-    """numpy's float_power: the power computed in float64 (a float64 result)."""
-    other = x.cast(dtypes.float64) if isinstance(x, Tensor) else float(x)
+    """numpy's float_power: the power computed in float64 (a float64 result); the exponent
+    a tensor, a number or anything numpy makes an array of numbers from."""
+    if isinstance(x, Tensor):
+        other = x.cast(dtypes.float64)
+    else:
+        a = np.asarray(x)
+        if a.dtype.kind not in "biuf":
+            raise TypeError(f"float_power's exponent must be a number, a tensor or numbers, got "
+                            f"{type(x).__name__} {x!r}"[:200])
+        other = float(a) if a.ndim == 0 else Tensor(a.astype(np.float64), device=self.device)
     return self.cast(dtypes.float64) ** other
 
 

@@ -474,6 +474,20 @@ def _half_in_float32(method):
     return wrapper
 
 
+def _power_of_ten(n: int) -> float:
+    """10**n as numpy's round makes it: exact up to 1e8, then 1e9 times 10.0 once per
+    further digit, each product rounded (so 1e23 is not ``10.0 ** 23``); inf past the
+    range."""
+    if n < 9:
+        return float(10 ** n)
+    r = 1e9
+    for _ in range(n - 9):
+        r *= 10.0
+        if r == math.inf:
+            break
+    return r
+
+
 def _root_of_sum(v: Tensor, power: float = 2.0) -> Tensor:
     """``v ** (1 / power)`` of a sum of non-negative powers (power > 0) whose gradient is 0
     where v is 0 (PyTorch's for std and norms; through sqrt it was 0 * inf = nan): the root
@@ -1660,10 +1674,7 @@ class Tensor:
         if self.dtype.is_float:
             if decimals == 0:
                 return self._alu(Ops.RINT)
-            try:
-                f = 10.0 ** abs(decimals)
-            except OverflowError:  # (numpy's power of ten is inf there too)
-                f = math.inf
+            f = _power_of_ten(abs(decimals))
             if decimals > 0:
                 return (self * f)._alu(Ops.RINT) / f
             return (self / f)._alu(Ops.RINT) * f
@@ -2087,6 +2098,9 @@ class Tensor:
         if ord is not None and self.ndim == 0:
             raise ValueError("norm with an ord of a 0-d tensor: it has no axis (numpy refuses "
                              "it too)")
+        if axis is not None and self.ndim == 0:
+            raise ShapeError(f"norm along axis {axis!r} of a 0-d tensor: it has no axis (numpy "
+                             "refuses it too)")
         x = (self.flatten() if axis is None else self)._float()
         ax = None if axis is None else _norm_axis(axis, self.ndim)
         a = x.abs()
@@ -2945,8 +2959,8 @@ class Tensor:
         it: the ellipsis axes, then the letters used once, in alphabetical order); a letter
         repeated in one operand takes its diagonal; letters not in the output are summed
         over. Axes of size 1 broadcast. The result has the operands' promoted dtype (ints
-        wrap as numpy's; bools give any of the products), a new tensor (numpy's can be a
-        view)."""
+        wrap as numpy's; bools give any of the products; 16-bit floats are multiplied and
+        summed in float32 and rounded once), a new tensor (numpy's can be a view)."""
         if not isinstance(subscripts, str):
             raise TypeError(f"einsum's subscripts must be a str, got {type(subscripts).__name__}")
         _all_tensors("einsum", operands)
@@ -3004,12 +3018,14 @@ class Tensor:
                     raise ValueError(f"einsum {subscripts!r}: {c!r} has sizes {sizes[c]} and "
                                      f"{d}")
                 sizes[c] = d if sizes.get(c, 1) == 1 else sizes[c]
-        dtype = functools.reduce(least_upper_dtype, (t.dtype for t, _ in xs))
+        dtype = least_upper_dtype(*(t.dtype for t, _ in xs))  # (all at once, as numpy's)
+        # 16-bit floats multiply and sum in float32, rounded once (numpy's, and matmul's)
+        work = dtypes.float32 if dtype.is_float and dtype.itemsize == 2 else dtype
         full = tuple(sizes[c] for c in order)
         prod_t = None
         for t, names in xs:
             mine = sorted(names, key=order.index)  # (its letters in the result's order)
-            t = t.cast(dtype).permute(tuple(names.index(c) for c in mine))
+            t = t.cast(work).permute(tuple(names.index(c) for c in mine))
             shape = tuple(t.shape[mine.index(c)] if c in names else 1 for c in order)
             t = t.reshape(shape)._broadcast_to(full)
             prod_t = t if prod_t is None else prod_t * t
