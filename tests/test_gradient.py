@@ -292,6 +292,18 @@ def test_a_strided_slice_target_counts_every_use_of_its_values():
     np.testing.assert_array_equal(loss.gradient(w)[0].numpy(), 2 * ys[::-2, 1::3] + 4)
 
 
+def test_a_broadcast_view_target_counts_the_uses_of_views_made_from_it():
+    """(A reshape of it folds into one op over the EXPAND: that use was dropped.)"""
+    x = Tensor(np.float32([1, 2, 3])).realize().requires_grad_()
+    t = x.reshape(1, 3).expand(2, 3).reshape(6).requires_grad_()
+    w = Tensor(np.arange(6, dtype=np.float32).reshape(3, 2))
+    loss = (t.reshape(3, 2) * w).sum() + (t * 100).sum()
+    np.testing.assert_array_equal(loss.gradient(t)[0].numpy(), 100 + np.arange(6))
+    np.testing.assert_array_equal((t.reshape(3, 2) * w).sum().gradient(t)[0].numpy(),
+                                  np.arange(6))
+    np.testing.assert_array_equal(loss.gradient(x)[0].numpy(), [203, 205, 207])
+
+
 def test_realized_values_in_place_ops_detach_constants_and_flat_paths():
     x = Tensor(np.array([[1.0, 2.0], [3.0, -4.0]]))
     w = Tensor(np.array([0.5, -1.0]), requires_grad=True).realize()
@@ -528,10 +540,12 @@ def test_gradients_stay_finite_where_a_branch_or_a_root_would_give_nan():
     np.testing.assert_array_equal(grad(lambda x: x.silu(), f32), [0.0, 0.5, 1.0])
     assert np.isfinite(grad(lambda x: x.quick_gelu(), np.array([-800.0, 800.0]))).all()
     big = np.array([100.0, 1.0, 0.0, -1.0, -100.0], np.float32)
-    e1 = float(np.exp(np.float32(-1.0)))
-    np.testing.assert_allclose(grad(lambda x: x.elu(), big), [1, 1, 1, e1, 0], rtol=1e-6)
-    np.testing.assert_allclose(grad(lambda x: x.celu(2.0), big),
-                               [1, 1, 1, np.exp(-0.5), 0], rtol=1e-6)
+    e = np.exp(np.array([-1.0, -100.0, -0.5, -50.0], np.float32))  # (exp(x), not expm1(x) + 1)
+    np.testing.assert_allclose(grad(lambda x: x.elu(), big), [1, 1, 1, e[0], e[1]], rtol=1e-6)
+    np.testing.assert_allclose(grad(lambda x: x.celu(2.0), big), [1, 1, 1, e[2], e[3]],
+                               rtol=1e-6)
+    inf = np.array([np.inf, 1.0, -np.inf], np.float32)
+    np.testing.assert_array_equal(grad(lambda x: x.elu(), inf), [1.0, 1.0, 0.0])
     assert np.isfinite(grad(lambda x: x.selu(), big)).all()
     p = np.array([0.0, 1.0, 0.0, 1.0, 0.3])
     t = Tensor(np.array([0.0, 1.0, 1.0, 0.0, 1.0]))
@@ -539,9 +553,21 @@ def test_gradients_stay_finite_where_a_branch_or_a_root_would_give_nan():
     np.testing.assert_allclose(got, [1.0, -1.0, 0.0, 0.0, -1 / 0.3], rtol=1e-12)
     a, b = Tensor(np.zeros(1)).requires_grad_(), Tensor(np.zeros(1)).requires_grad_()
     assert [g.numpy().tolist() for g in a.logaddexp(b).sum().gradient(a, b)] == [[0.5], [0.5]]
+    x = Tensor(np.float32([0, 1, 4, 9, 16])).realize().requires_grad_()
+    v = x[::2].requires_grad_()  # (a padded view: an infinite gradient stays one)
+    np.testing.assert_array_equal(v.sqrt().sum().gradient(v)[0].numpy(), [np.inf, 0.25, 0.125])
     np.testing.assert_array_equal(grad(lambda x: x.std(), np.ones(3)), 0.0)
-    for ord_ in (None, 3):
+    for ord_ in (None, 3, 0.5, -1):
         np.testing.assert_array_equal(grad(lambda x: x.norm(ord=ord_), np.zeros(2)), 0.0)
+    np.testing.assert_allclose(grad(lambda x: x.norm(ord=0.5), np.array([0.0, 1.0, 4.0])),
+                               [0.0, 3.0, 1.5])
+    tiny = Tensor(np.float32([1e-30])).requires_grad_()  # (squares round to 0: no origin)
+    assert np.isinf(tiny.arctan2(tiny.detach()).sum().gradient(tiny)[0].numpy()).all()
+    xs, ys = np.array([0.0, 0.0, 0.0, 1.0]), np.array([2.0, 0.0, -1.0, 3.0])
+    gx, gy = (lambda a, b: a.xlogy(b).sum().gradient(a, b))(
+        Tensor(xs).requires_grad_(), Tensor(ys).requires_grad_())
+    np.testing.assert_allclose(gx.numpy(), [np.log(2.0), 0.0, 0.0, np.log(3.0)])
+    np.testing.assert_allclose(gy.numpy(), [0.0, 0.0, 0.0, 1 / 3])
     np.testing.assert_array_equal(grad(lambda x: x.norm(axis=(0, 1)), np.zeros((2, 2))), 0.0)
     np.testing.assert_allclose(grad(lambda x: x.norm(), np.array([3.0, 4.0])), [0.6, 0.8])
     np.testing.assert_array_equal(grad(lambda x: x.arctan2(Tensor(np.zeros(1))), np.zeros(1)), 0)

@@ -1206,3 +1206,61 @@ def test_a_recursive_jitted_function_captures_its_top_level_call():
     assert f.calls == 2
     with pytest.raises(JitError, match="captured with"):
         f(Tensor([0.0]), 3)
+
+
+_w_global = None  # (a global the next test's jitted step writes in place)
+_n_global = None
+
+
+def test_review_fixes_outputs_in_objects_returned_variables_and_written_globals():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Out:
+        y: Tensor
+
+    boxed = tolk.jit(lambda x: Out(x * 2))
+    boxed(Tensor(np.zeros(2, np.float32)))
+    with pytest.raises(JitError, match="inside an object of type Out"):
+        boxed(Tensor(np.ones(2, np.float32)))  # (its replays returned the capture's tensor)
+    plain = tolk.jit(lambda x: (x * 2, "label", Out))  # (objects holding no tensor: constants)
+    for i in range(3):
+        y, label, kind = plain(Tensor(np.full(2, float(i), np.float32)))
+        assert y.numpy().tolist() == [2.0 * i] * 2 and label == "label" and kind is Out
+    v = Variable("n", 1, 10)
+    sliced = tolk.jit(lambda x, n: {"s": x[:n].sum(), "n": n, "next": n + 1})
+    x = Tensor(np.arange(10, dtype=np.float32))
+    for k in (2, 3, 4, 5):  # (the returned variable is the call's, not the capture's)
+        r = sliced(x, v.bind(k))
+        assert r["s"].item() == sum(range(k)) and r["n"].value == k and r["next"].value == k + 1
+    global _w_global, _n_global
+    _w_global = Tensor(np.ones(3, np.float32))
+
+    @tolk.jit
+    def step(g):
+        global _w_global
+        _w_global -= 0.5 * g  # (an assign: the same tensor stays bound)
+        return _w_global.sum()
+
+    g = Tensor(np.ones(3, np.float32))
+    assert [step(g).item() for _ in range(3)] == [1.5, 0.0, -1.5]
+    _w_global = Tensor(np.zeros(3, np.float32))
+    with pytest.raises(JitError, match="'_w_global', now another tensor"):
+        step(g)  # (it updated the old tensor's buffer)
+
+    @tolk.jit
+    def rebinding(g):
+        global _w_global
+        _w_global = _w_global - g  # (another tensor each call: a replay cannot follow it)
+        return _w_global.sum()
+
+    _w_global = Tensor(np.full(3, 10.0, np.float32))
+    assert [rebinding(g).item() for _ in range(2)] == [27.0, 24.0]
+    with pytest.raises(JitError, match="now another tensor"):
+        rebinding(g)
+    _n_global = v.bind(2)
+    head = tolk.jit(lambda x: x[:_n_global].sum())
+    assert [head(x).item() for _ in range(3)] == [1.0] * 3
+    _n_global = v.bind(4)
+    with pytest.raises(JitError, match="reads '_n_global', now"):
+        head(x)  # (a bound variable read as a global is baked in, as a number is)

@@ -3214,10 +3214,16 @@ def test_copies_keep_the_device_and_lists_take_one_dtype_whatever_the_order():
 
 
 def test_arange_refuses_a_start_its_dtype_cannot_hold_as_numpy():
-    with pytest.raises(ValueError, match="250 is out of range for int8"):
+    with pytest.raises(ValueError, match="250 out of bounds for int8"):
         Tensor.arange(250, 260, dtype="int8")
-    with pytest.raises(ValueError, match="-1 is out of range for uint8"):
+    with pytest.raises(ValueError, match="-1 out of bounds for uint8"):
         Tensor.arange(-1, 3, dtype="uint8")
+    for args in ((-1.0, 3), (0, 2**41, 2**40), (1e10, 1e10 + 2)):  # (floats and steps too)
+        with pytest.raises(ValueError, match=r"arange\(.*\) in u?int"):
+            Tensor.arange(*args, dtype="uint8" if args[0] == -1.0 else "int32")
+    for args in ((-2.5, 2), (0.5, 3.0, 0.7), (5, 0, -1.5), (0.0, 1.0, 0.3)):  # in the dtype,
+        np.testing.assert_array_equal(Tensor.arange(*args, dtype="int32").numpy(),  # from its
+                                      np.arange(*args, dtype=np.int32))  # first two values
     np.testing.assert_array_equal(Tensor.arange(250, 260, dtype="uint8").numpy(),  # numpy's:
                                   np.arange(250, 260, dtype=np.uint8))  # the rest wraps
     with pytest.raises(TypeError, match="at most 2"):

@@ -93,7 +93,7 @@ def gradients(root, targets: Sequence, seed, strict: bool = True) -> list:
         if pad_top is not None and (g_top := grads.get(pad_top)) is not None:
             shown = _through(Tensor.ones(*shape_of(below), dtype=g.dtype, device=g.device),
                              chain)  # 1 where the view shows a value, 0 on its padding
-            g = g + g_top * (1 - shown)
+            g = (shown == 0).where(g_top, g)  # (chosen, not multiplied: an inf stays one)
         out.append(g)
     return out
 
@@ -274,8 +274,8 @@ def _view_chain(u: UOp) -> tuple[UOp, list[UOp]]:
     while (u.op in _INJECTIVE or u.op is Ops.PAD) and len(u.src) == 1:
         chain.append(u)
         u = u.src[0]
-    if u.op is Ops.EXPAND:  # (a broadcast view: its elements are no values of their own;
-        return top, []  # the gradient of the node itself, if read)
+    # (a broadcast view shows each value many times: its gradient is taken at the EXPAND
+    # node, what the graph reads of the view and of views over it, not of the values)
     return u, chain[::-1]
 
 
@@ -454,7 +454,7 @@ _RULES: dict[Ops, Rule] = {
     Ops.NEG: lambda n, g, s: (-g,),
     Ops.EXP: lambda n, g, s: (g * s.out,),
     Ops.EXP2: lambda n, g, s: (g * s.out * math.log(2),),
-    Ops.EXPM1: lambda n, g, s: (g * (s.out + 1),),
+    Ops.EXPM1: lambda n, g, s: (g * s[0].exp(),),  # (out + 1 cancels for x << 0)
     Ops.LOG: lambda n, g, s: (g / s[0],),
     Ops.LOG2: lambda n, g, s: (g / (s[0] * math.log(2)),),
     Ops.LOG1P: lambda n, g, s: (g / (s[0] + 1),),
@@ -480,7 +480,8 @@ _RULES: dict[Ops, Rule] = {
     Ops.MAX: lambda n, g, s: _ties(g, s[0], s[1], True),
     Ops.MIN: lambda n, g, s: _ties(g, s[0], s[1], False),
     Ops.ATAN2: lambda n, g, s: (lambda d: (g * s[1] / d, -g * s[0] / d))(
-        _nonzero(s[0] * s[0] + s[1] * s[1])),  # (0 at the origin, as PyTorch's)
+        s[0] * s[0] + s[1] * s[1] + ((s[0] == 0) & (s[1] == 0)).cast(n.dtype)),  # (0 at
+    # the origin, as PyTorch's; only there: a tiny pair's squares may round to 0)
     Ops.HYPOT: lambda n, g, s: (lambda d: (g * s[0] / d, g * s[1] / d))(
         _nonzero(s.out)),  # (0 at the origin, as a norm's)
     Ops.FMOD: lambda n, g, s: (g, -g * (s[0] / s[1]).trunc()),

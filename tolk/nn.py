@@ -7,6 +7,7 @@ Ints and bools compute in float32; 16-bit floats mostly in float32, rounded once
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -212,10 +213,10 @@ def elu(self, alpha: float = 1.0) -> Tensor:
 
 
 def _at_most_0(x: Tensor) -> Tensor:
-    """x where x <= 0, else 0 (nan where x is +inf or nan): the argument of a branch taken
-    only there, so that it never overflows where it is not taken (a branch's inf, multiplied
-    by the zero gradient a `where` gives it, made nan gradients)."""
-    return x * (x <= 0).cast(x.dtype)
+    """x where x > 0 is false (nan stays), else 0: the argument of a branch taken only
+    there, so that it never overflows where it is not taken (a branch's inf, multiplied by
+    the zero gradient a `where` gives it, made nan gradients)."""
+    return (x > 0).where(0.0, x)
 
 
 @_half_in_float32
@@ -270,7 +271,7 @@ def hardtanh(self, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
     wrong order are a ValueError (PyTorch's; `clip` takes them as numpy does)."""
     if self.dtype is dtypes.bool:
         raise TypeError("hardtanh of a bool tensor: cast it to a number first")
-    if isinstance(min_val, (int, float)) and isinstance(max_val, (int, float)) \
+    if isinstance(min_val, numbers.Real) and isinstance(max_val, numbers.Real) \
             and min_val > max_val:
         raise ValueError(f"hardtanh's min_val {min_val!r} is above its max_val {max_val!r}")
     return self.clip(min_val, max_val)

@@ -252,7 +252,10 @@ def xlogy(self, y) -> Tensor:
         y = Tensor.full((), y, x.dtype, x.device)
     d = least_upper_dtype(x.dtype, y.dtype) if y.dtype.is_float else x.dtype
     x, y = x.cast(d), y.cast(d)  # (promoted before the log: y's own float may be narrower)
-    return ((x == 0) & (y == y)).where(0, x * y.log())
+    # x * log(y) with log(y) taken as 0 where x is 0 and y is at most 0 or inf (0 then, and
+    # not nan; the gradient with respect to x stays log(y) elsewhere, PyTorch's)
+    held = (x == 0) & ((y <= 0) | (y == math.inf))
+    return x * held.where(1.0, y).log()
 
 
 def sinc(self) -> Tensor:
@@ -422,8 +425,10 @@ def repeat_interleave(self, repeats, axis: int | None = None) -> Tensor:
     """numpy's repeat (PyTorch's repeat_interleave): each element `repeats` times (an
     int, or one int per element along `axis`) along `axis` (None: of the flattened
     tensor). The repeats are read when the graph is built (no tensor of them)."""
+    if axis is not None and self.ndim == 0:
+        _norm_axis(axis, 1, 0)  # (a 0-d tensor repeats as one axis, numpy's: 0 or -1)
     x, ax = (self.flatten(), 0) if axis is None or self.ndim == 0 else \
-        (self, _norm_axis(axis, self.ndim))  # (a 0-d tensor with an axis: as numpy, one axis)
+        (self, _norm_axis(axis, self.ndim))
     _static_dims(x, "repeat_interleave", (ax,))
     n = x.shape[ax]
     reps = np.asarray(repeats.numpy() if isinstance(repeats, Tensor) else repeats)

@@ -29,6 +29,7 @@ import math
 import numbers
 import operator
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -909,10 +910,14 @@ class Tensor:
                 dtypes.default_int if fits else dtypes.int64
         if d is dtypes.bool and arr.size > 2:  # numpy's rule
             raise TypeError(f"arange of bools has at most 2 elements, got {arr.size}")
-        if d.is_int and d is not dtypes.bool and isinstance(start, (int, np.integer)):
-            info = np.iinfo(d.np)  # as numpy: a start the dtype cannot hold is refused (the
-            if not info.min <= start <= info.max:  # values after it wrap)
-                raise ValueError(f"arange's start {start} is out of range for {d.name}")
+        if d.is_int and d is not dtypes.bool:  # in the dtype itself, as numpy's (from the
+            # first two values: float bounds truncate there, not element by element)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error", RuntimeWarning)
+                    arr = np.arange(start, stop, step, dtype=d.np)
+            except (OverflowError, RuntimeWarning) as e:  # (a start or step it cannot hold)
+                raise ValueError(f"arange({start}, {stop}, {step}) in {d.name}: {e}") from None
         return Tensor(arr, device=device, dtype=d)
 
     @staticmethod
@@ -1548,8 +1553,8 @@ class Tensor:
     def logaddexp(self, x) -> Tensor:
         """numpy's logaddexp: log(exp(self) + exp(x)) without overflow (equal infinities give
         themselves, nan propagates); 16-bit floats computed in float32 and rounded once, as
-        numpy's. Equal arguments share the gradient (half each: the function is smooth
-        there)."""
+        numpy's. Equal finite arguments share the gradient (half each: the function is
+        smooth there)."""
         _not_sharded(x, "logaddexp")
         a, b = self._operands(x)
         a, b = a._float(), b._float()
@@ -2117,10 +2122,11 @@ class Tensor:
             out = (x != 0).sum(ax, keepdim=True).cast(x.dtype)
         elif ord == 1:
             out = a.sum(ax, keepdim=True)
-        elif ord > 0:
-            out = _root_of_sum((a ** float(ord)).sum(ax, keepdim=True), float(ord))
-        else:
-            out = (a ** float(ord)).sum(ax, keepdim=True) ** (1.0 / float(ord))
+        else:  # (the powers of zeros chosen, not computed: their gradient is 0, not nan)
+            zero = a == 0
+            pw = zero.where(0.0 if ord > 0 else math.inf, (a + zero.cast(a.dtype)) ** float(ord))
+            total = pw.sum(ax, keepdim=True)
+            out = _root_of_sum(total, float(ord)) if ord > 0 else total ** (1.0 / float(ord))
         if axis is None:
             return out.reshape((1,) * self.ndim if keepdim else ())
         return out if keepdim else out.squeeze(ax)
@@ -3019,7 +3025,8 @@ class Tensor:
                                      f"{d}")
                 sizes[c] = d if sizes.get(c, 1) == 1 else sizes[c]
         dtype = least_upper_dtype(*(t.dtype for t, _ in xs))  # (all at once, as numpy's)
-        # 16-bit floats multiply and sum in float32, rounded once (numpy's, and matmul's)
+        # 16-bit floats multiply and sum in float32, rounded once (as matmul; numpy's einsum
+        # works in float32 too, its sums in another order: within an ulp)
         work = dtypes.float32 if dtype.is_float and dtype.itemsize == 2 else dtype
         full = tuple(sizes[c] for c in order)
         prod_t = None

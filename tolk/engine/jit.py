@@ -502,10 +502,14 @@ class CapturedJit:
             raise JitError(f"variable {inner[0]!r} is bound inside the jitted function (to "
                            f"{self.baked_vals[inner[0]]}), not passed in as an argument: a "
                            "replay would not know its next value; pass the bound variable")
+        try:
+            self.out_template = _rebuild(out, None, _skeleton_leaf)  # (holds no tensor)
+        except JitError:  # (run what the call realized, as a plain call would have)
+            run_linear(UOp(Ops.LINEAR, src=tuple(cap.calls)), cap.var_vals)
+            raise
         self.in_alias = _aliases(in_bufs)
         self.out_views = [o.uop for o in out_tensors]
         self.out_bufs = list({_base(o.uop): None for o in out_tensors})  # distinct buffers
-        self.out_template = _rebuild(out, None, _skeleton_leaf)  # (holds no tensor)
         linear = UOp(Ops.LINEAR, src=tuple(cap.calls))
         held = [*in_bufs, *self.out_bufs]
         self.linear = memory_plan_rewrite(linear, held)
@@ -674,7 +678,9 @@ class CapturedJit:
                 if n.op is Ops.BIND and n.src[0].arg[0] in new_binds:
                     mapping[n] = new_binds[n.src[0].arg[0]]
             fresh.append(Tensor(v.substitute(mapping)))
-        return _rebuild(self.out_template, iter(fresh))
+        variables = {b.name: b for b in binds}
+        return _rebuild(self.out_template, iter(fresh),
+                        lambda x, f: _rebuilt_leaf(x, f, variables))
 
     def _check_closure_tensors(self) -> None:
         """A JitError where a global or closure tensor the plan reads is now another view (an
@@ -685,7 +691,7 @@ class CapturedJit:
         from tolk.multi import MultiTensor
         from tolk.tensor import Tensor
 
-        values = dict(_named_values(self.fn, self.scalar_names))
+        values = dict(_named_values(self.fn, self.scalar_names, written=True))
         bad = []
         for name, entries in self.in_tensors.items():
             v = values.get(name)
@@ -741,10 +747,11 @@ class CapturedJit:
 _NUMBERS = (bool, int, float, np.number)
 
 
-def _global_names(fn: Callable) -> tuple[list[str], set[str]]:
+def _global_names(fn: Callable) -> tuple[list[str], set[str], list[str]]:
     """The names `fn`'s code (and code nested in it, and the functions it wraps) loads as
     globals, found in its instructions (attribute names are no globals), but those it writes
-    itself (a call counter); and the closure variables it writes."""
+    itself (a call counter); the closure variables it writes; and the globals it loads and
+    writes (``global w; w -= lr * g``: a tensor there is checked as one it only reads)."""
     names: set[str] = set()
     written: set[str] = set()
     cells: set[str] = set()
@@ -765,16 +772,20 @@ def _global_names(fn: Callable) -> tuple[list[str], set[str]]:
                     cells.add(i.argval)
             codes += [k for k in c.co_consts if isinstance(k, type(c))]
         f = getattr(f, "__wrapped__", None)
-    return sorted(names - written), cells
+    return sorted(names - written), cells, sorted(names & written)
 
 
-def _named_values(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple[str, Any]]:
+def _named_values(fn: Callable, names: tuple[list[str], set[str], list[str]],
+                  written: bool = False) -> list[tuple[str, Any]]:
     """The globals `fn` (and the functions it wraps) loads and the closure variables it does
-    not write (`_global_names`), as (name, value) pairs."""
+    not write (`_global_names`), as (name, value) pairs; with `written`, also those it
+    writes."""
     out: list[tuple[str, Any]] = []
     f: Any = fn
     seen: set[int] = set()
-    loads, written = names
+    loads, cells_written, loads_written = names
+    if written:
+        loads, cells_written = [*loads, *loads_written], set()
     while f is not None and id(f) not in seen:
         seen.add(id(f))
         scope = getattr(f, "__globals__", {})
@@ -783,27 +794,34 @@ def _named_values(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple
         if code is not None:  # (a wrapped function's closure variable named as its own)
             where = "" if f is fn else f" of {getattr(f, '__qualname__', '?')}"
             out += [(n + where, c.cell_contents) for n, c in zip(code.co_freevars, cells)
-                    if n not in written and _cell_set(c)]
+                    if n not in cells_written and _cell_set(c)]
         f = getattr(f, "__wrapped__", None)
     return list(dict(out).items())  # (a global two of them load: once)
 
 
-def _scalar_reads(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple[str, Any]]:
-    """The numbers `fn` reads as globals or closure variables (`_global_names`: not those it
-    writes), as (name, value) pairs: what a capture bakes in."""
-    return [(n, v) for n, v in _named_values(fn, names) if isinstance(v, _NUMBERS)]
+def _scalar_reads(fn: Callable, names: tuple[list[str], set[str], list[str]]
+                  ) -> list[tuple[str, Any]]:
+    """The numbers and bound variables `fn` reads as globals or closure variables
+    (`_global_names`: not those it writes), as (name, value) pairs (a variable's value its
+    name and number): what a capture bakes in."""
+    from tolk.variable import BoundVariable
+
+    return [(n, v if isinstance(v, _NUMBERS) else (v.name, _var_value(v)))
+            for n, v in _named_values(fn, names) if isinstance(v, (*_NUMBERS, BoundVariable))]
 
 
-def _tensor_reads(fn: Callable, names: tuple[list[str], set[str]]) -> list[tuple[str, Any]]:
+def _tensor_reads(fn: Callable, names: tuple[list[str], set[str], list[str]]
+                  ) -> list[tuple[str, Any]]:
     """The tensors (sharded ones too) `fn` reads as globals or closure variables, also those
-    in a list, tuple or dict held there, as (key, tensor) pairs: the key (name,) or (name,
-    index or dict key)."""
+    in a list, tuple or dict held there and those it writes (``global w; w -= g`` binds w to
+    itself again; ``w = w - g`` to another tensor, which a replay refuses), as (key, tensor)
+    pairs: the key (name,) or (name, index or dict key)."""
     from tolk.multi import MultiTensor
     from tolk.tensor import Tensor
 
     kinds = (Tensor, MultiTensor)
     out: list[tuple[tuple, Any]] = []
-    for name, v in _named_values(fn, names):
+    for name, v in _named_values(fn, names, written=True):
         if isinstance(v, kinds):
             out.append(((name,), v))
         elif isinstance(v, (list, tuple)):
@@ -872,7 +890,8 @@ def _realize_closure_lazies(fn: Callable) -> None:
     from tolk.tensor import Tensor, _lazy
 
     found: dict[int, Tensor] = {}
-    values = _closure_values(fn) + [v for _, v in _named_values(fn, _global_names(fn))]
+    values = _closure_values(fn) + [v for _, v in _named_values(fn, _global_names(fn),
+                                                                written=True)]
     for v in values:  # (the wrapped functions' too, and one level into a list, tuple or dict)
         inner = list(v) if isinstance(v, (list, tuple)) else list(v.values()) \
             if isinstance(v, dict) else []
@@ -963,25 +982,82 @@ class _TensorSlot:
 _ONE_TENSOR = _TensorSlot()
 
 
+class _VariableSlot:
+    """In an output template, where a bound variable goes: the replay's of that name (one
+    passed in), else the captured one (bound outside the function: baked in)."""
+
+    __slots__ = ("name", "captured")
+
+    def __init__(self, variable) -> None:
+        self.name, self.captured = variable.name, variable
+
+
 def _skeleton_leaf(x, fresh):
-    """`_rebuild`'s leaf for a template: a slot where a tensor is (no tensor kept alive)."""
+    """`_rebuild`'s leaf for a template: a slot where a tensor or a bound variable is (no
+    tensor kept alive); a JitError for tensors in another kind of object (a dataclass, a
+    set, a function's closure): a replay would return the capture's."""
     from tolk.multi import MultiTensor
     from tolk.tensor import Tensor
+    from tolk.variable import BoundVariable
 
     if isinstance(x, Tensor):
         return _ONE_TENSOR
     if isinstance(x, MultiTensor):
         return _TensorSlot(x.axis, len(x.shards))
-    return _NESTED if isinstance(x, (list, tuple, dict)) else x
+    if isinstance(x, BoundVariable):
+        return _VariableSlot(x)
+    if isinstance(x, (list, tuple, dict)):
+        return _NESTED
+    if _holds_tensor(x):
+        raise JitError(f"a jitted function returns tensors inside an object of type "
+                       f"{type(x).__name__}: a replay rebuilds lists, tuples and dicts only "
+                       "(it would return the capture's tensors); return them in one of those")
+    return x
 
 
-def _rebuilt_leaf(x, fresh):
+def _holds_tensor(x, budget: int = 10_000) -> bool:
+    """Whether `x` holds a tensor or a bound variable in its attributes, set members or
+    closure cells, also inside lists, tuples and dicts there (the first `budget` objects)."""
+    from tolk.multi import MultiTensor
+    from tolk.tensor import Tensor
+    from tolk.variable import BoundVariable
+
+    todo, seen = [x], set()
+    while todo and budget > 0:
+        o = todo.pop()
+        if id(o) in seen or isinstance(o, (str, bytes, int, float, np.ndarray, np.generic)):
+            continue
+        seen.add(id(o))
+        budget -= 1
+        if o is not x and isinstance(o, (Tensor, MultiTensor, BoundVariable)):
+            return True
+        if isinstance(o, dict):
+            todo += list(o.values())
+        elif isinstance(o, (list, tuple, set, frozenset)):
+            todo += list(o)
+        elif isinstance(o, types.FunctionType):
+            todo += [c.cell_contents for c in (o.__closure__ or ()) if _cell_set(c)]
+        elif not isinstance(o, type):
+            todo += list(getattr(o, "__dict__", {}).values())
+            for k in getattr(type(o), "__slots__", ()):
+                if isinstance(k, str) and hasattr(o, k):
+                    todo.append(getattr(o, k))
+    return False
+
+
+def _rebuilt_leaf(x, fresh, variables: dict | None = None):
     from tolk.multi import MultiTensor
 
     if x is _ONE_TENSOR:
         return next(fresh)
     if isinstance(x, _TensorSlot):
         return MultiTensor([next(fresh) for _ in range(x.shards)], x.axis)
+    if isinstance(x, _VariableSlot):
+        given = (variables or {}).get(x.name)
+        if given is None:
+            return x.captured
+        from tolk.variable import BoundVariable  # (the call's value, the output's offset)
+        return BoundVariable(given.var, _var_value(given), x.captured.add)
     return _NESTED if isinstance(x, (list, tuple, dict)) else x
 
 
