@@ -270,7 +270,7 @@ def _view_chain(u: UOp) -> tuple[UOp, list[UOp]]:
     through other views of the same tensor or buffer). A PAD among them (a strided slice
     is one) shows no value on its padding: there `gradients` adds what the graph reads of
     the view's own node."""
-    top, chain = u, []
+    chain = []
     while (u.op in _INJECTIVE or u.op is Ops.PAD) and len(u.src) == 1:
         chain.append(u)
         u = u.src[0]
