@@ -3541,3 +3541,25 @@ def test_error_messages_name_the_source_the_fill_value_and_the_big_integer():
     x = Tensor(np.ones((4, 3), np.float32)).shard(("CPU:1", "CPU:2"), axis=0)
     with pytest.raises(ValueError, match=re.escape("shapes (4, 3) (sharded on axis 0) and (4, 2)")):
         x @ Tensor(np.ones((4, 2), np.float32))
+
+
+def test_creation_review_fixes():
+    got = Tensor.linspace(0, 257 + 2**-20, 2, dtype="bfloat16").cast("float32").numpy()
+    assert got.tolist() == [0.0, 258.0]  # (rounded once from float64, as Tensor(...) is)
+    assert Tensor([257 + 2**-20], dtype="bfloat16").cast("float32").tolist() == [258.0]
+    for data in ([2**64, 1.5], [True, 2**70], [np.int64(5), 2**65]):  # (as float32 takes them)
+        np.testing.assert_array_equal(Tensor(data, dtype="bfloat16").cast("float32").numpy(),
+                                      Tensor(data, dtype="float32").numpy())
+    u = Tensor.uniform(2, low=Tensor([0.0, 1.0]), high=2.0, dtype="float16")
+    assert u.dtype is dtypes.float16 and u.shape == (2,)
+    assert Tensor.uniform(2, low=Tensor([0, 1]), high=5).dtype is dtypes.float32
+    with pytest.raises(ShapeError, match="must broadcast to it"):
+        Tensor.uniform(2, low=Tensor([[0.0], [1.0]]), high=2.0)
+    with pytest.raises(ShapeError, match="too many"):
+        Tensor.zeros(2**40, 2**40)
+    assert Tensor.zeros(0, 2**62).shape == (0, 2**62)
+    Tensor.manual_seed(0)
+    for draw in (Tensor.rand, Tensor.randn):  # (float64 draws have float64's bits)
+        x = draw(1000, dtype="float64").numpy()
+        assert x.dtype == np.float64 and not (x.astype(np.float32) == x).all()
+    assert float(Tensor([[2.5]])) == 2.5 and int(Tensor([[3]])) == 3

@@ -796,10 +796,12 @@ class Tensor:
         return bool(self.item())
 
     def __float__(self) -> float:
-        """A one-element tensor as a Python float (as numpy; realizes it)."""
+        """A one-element tensor, of any shape, as a Python float (PyTorch's; numpy 2 takes
+        0-d arrays only); realizes it. Another size is a ValueError."""
         return float(self.item())
 
     def __int__(self) -> int:
+        """A one-element tensor, of any shape, as a Python int (as `__float__`)."""
         return int(self.item())
 
     def __index__(self) -> int:
@@ -936,7 +938,8 @@ class Tensor:
         if num > _MAX_DIM // 8:
             raise ShapeError(f"linspace of {num} elements: too many")
         d = dtypes.default_float if dtype is None else _data_dtype(dtype)
-        np_d = np.float32 if d is dtypes.bfloat16 else d.np  # (rounded to bfloat16 once)
+        np_d = np.float64 if d is dtypes.bfloat16 else d.np  # (rounded to bfloat16 once,
+        # from float64: through float32 a value near a bfloat16 midpoint rounded twice)
         arr = np.linspace(start, stop, num, endpoint=bool(endpoint), dtype=np_d)
         return Tensor(arr, device=device, dtype=d)
 
@@ -995,11 +998,12 @@ class Tensor:
     @_grad_option
     def rand(*shape, dtype=None, device=None) -> Tensor:
         """Uniform in [0, 1) (a float dtype: in 16 bits, values that would round up to 1 are
-        the largest below it)."""
+        the largest below it; float64 drawn with float64's precision, the others in
+        float32)."""
         d = _data_dtype(dtypes.default_float if dtype is None else dtype)
         if not d.is_float:
             raise TypeError(f"rand draws floats, got dtype {d.name}")
-        x = Tensor._rng().random(_shape_arg(shape), dtype=np.float32)
+        x = Tensor._rng().random(_shape_arg(shape), dtype=_draw_dtype(d))
         if d.itemsize == 2:  # what would round up to 1: the largest value below it
             x = np.minimum(x, np.float32(_step_inside(1.0, d, up=False)))
         return _random(Tensor(x, device=device, dtype=d))
@@ -1007,11 +1011,12 @@ class Tensor:
     @staticmethod
     @_grad_option
     def randn(*shape, dtype=None, device=None) -> Tensor:
-        """Standard normal."""
+        """Standard normal (float64 drawn with float64's precision, the others in float32)."""
         d = _data_dtype(dtypes.default_float if dtype is None else dtype)
         if not d.is_float:
             raise TypeError(f"randn draws floats, got dtype {d.name}")
-        return _random(Tensor(Tensor._rng().standard_normal(_shape_arg(shape), dtype=np.float32),
+        return _random(Tensor(Tensor._rng().standard_normal(_shape_arg(shape),
+                                                             dtype=_draw_dtype(d)),
                               device=device, dtype=d))
 
     @staticmethod
@@ -1022,8 +1027,14 @@ class Tensor:
         d = _data_dtype(dtypes.default_float if dtype is None else dtype)
         if not d.is_float:
             raise TypeError(f"uniform draws floats, got dtype {d.name}")
-        if isinstance(low, Tensor) or isinstance(high, Tensor):  # bounds per element
-            return Tensor.rand(*shape, dtype=d, device=device) * (high - low) + low
+        if isinstance(low, Tensor) or isinstance(high, Tensor):  # bounds per element, in d
+            lo, hi = (v.cast(d) if isinstance(v, Tensor) else v for v in (low, high))
+            out = Tensor.rand(*shape, dtype=d, device=device)
+            span = hi - lo
+            if isinstance(span, Tensor) and _broadcast_shape(span.shape, out.shape) != out.shape:
+                raise ShapeError(f"uniform of shape {out.shape}: its bounds, of shape "
+                                 f"{span.shape}, must broadcast to it")
+            return (out * span + lo).cast(d)
         top = float(np.finfo(np.float32 if d is dtypes.bfloat16 else d.np).max)
         for what, v in (("low", low), ("high", high)):
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
@@ -3600,6 +3611,8 @@ def _shape_arg(shape, allow_neg: bool = False) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)) and not isinstance(shape[0], Sym):
         shape = shape[0]  # one tuple (a Sym is a named tuple, and one size)
     if type(shape) is tuple and all(type(s) is int and 0 <= s <= _MAX_DIM for s in shape):
+        if len(shape) > 1 and math.prod(shape) > _MAX_DIM:
+            _too_many(shape)
         return shape  # the common case: a tuple of plain non-negative ints
     out = []
     for s in shape:
@@ -3614,7 +3627,20 @@ def _shape_arg(shape, allow_neg: bool = False) -> tuple[int, ...]:
             raise ShapeError(f"dimension {s} in shape {tuple(shape)} is too large (numpy's "
                              f"arrays hold at most {_MAX_DIM} elements)")
         out.append(int(s))
+    if len(out) > 1 and all(type(s) is int and s >= 0 for s in out) and \
+            math.prod(out) > _MAX_DIM:
+        _too_many(tuple(out))
     return tuple(out)
+
+
+def _draw_dtype(d: DType) -> type:
+    """The numpy dtype random numbers of dtype `d` are drawn in (float64's own bits)."""
+    return np.float64 if d is dtypes.float64 else np.float32
+
+
+def _too_many(shape: tuple) -> None:
+    raise ShapeError(f"shape {shape} holds {math.prod(shape)} elements: too many (numpy's "
+                     f"arrays hold at most {_MAX_DIM})")
 
 
 _MAX_DIM = int(np.iinfo(np.intp).max)
@@ -4014,8 +4040,8 @@ def _to_numpy(data: Any, want: DType | None) -> np.ndarray:
         except ValueError as e:
             _refuse_ragged(data, e)
             raise
-        if arr.dtype == object and want is dtypes.bfloat16 and _all_ints(arr):
-            arr = _ints_to_bf16_values(arr)
+        if arr.dtype == object and want is dtypes.bfloat16 and _all_numbers(arr):
+            arr = _ints_to_bf16_values(arr)  # (big ints among floats too, as float32 takes them)
         elif arr.dtype == object or (arr.dtype.kind == "f" and arr.size
                                      and max(-float(arr.min()), float(arr.max())) >= 2.0 ** 63):
             arr = _wide_ints(data, arr)
@@ -4037,15 +4063,18 @@ def _to_numpy(data: Any, want: DType | None) -> np.ndarray:
     return arr
 
 
-def _all_ints(arr: np.ndarray) -> bool:
-    return all(isinstance(x, int) and not isinstance(x, bool) for x in arr.ravel())
+def _all_numbers(arr: np.ndarray) -> bool:
+    return all(isinstance(x, (int, float, np.number)) for x in arr.ravel())
 
 
 def _ints_to_bf16_values(arr: np.ndarray) -> np.ndarray:
-    """Python ints (some past 64 bits) as float64 values rounded once to bfloat16's 8
-    significant bits (to even), as a float32 target takes them: float64 alone would round
-    twice; past float64's range a ValueError, as numpy's for float32."""
-    def rounded(x: int) -> float:
+    """Numbers, Python ints among them past 64 bits, as float64 values: each int rounded
+    once to bfloat16's 8 significant bits (to even), as a float32 target takes them (float64
+    alone would round twice; past float64's range a ValueError, as numpy's for float32), the
+    others as they are."""
+    def rounded(x) -> float:
+        if not isinstance(x, int) or isinstance(x, bool):
+            return float(x)
         m, shift = abs(x), abs(x).bit_length() - 8
         if shift > 0:
             q, r = divmod(m, 1 << shift)
