@@ -1264,18 +1264,3 @@ def test_review_fixes_outputs_in_objects_returned_variables_and_written_globals(
     _n_global = v.bind(4)
     with pytest.raises(JitError, match="reads '_n_global', now"):
         head(x)  # (a bound variable read as a global is baked in, as a number is)
-
-
-_cfg = {"scale": 2.0}
-
-
-def test_numbers_in_a_global_dict_or_list_are_baked_in_and_checked():
-    x = Tensor(np.ones(2, np.float32))
-    scaled = tolk.jit(lambda x: x * _cfg["scale"])
-    assert [scaled(x).numpy()[0] for _ in range(3)] == [2.0] * 3
-    _cfg["scale"] = 5.0
-    try:
-        with pytest.raises(JitError, match=r"reads \"_cfg\['scale'\]\", now 5.0, captured as 2.0"):
-            scaled(x)
-    finally:
-        _cfg["scale"] = 2.0

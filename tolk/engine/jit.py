@@ -10,11 +10,9 @@ new variable values are passed, and the compiled kernels run in order with no sc
 
 Arguments may be Tensors, sharded tensors (their shards are the inputs) and bound Variables
 in any mix (positional or keyword, also inside lists, tuples and dicts); any other value is a
-constant baked into the capture, and so is every number (or bound variable) the function
-reads as a global or closure variable, also in a list, tuple or dict held there (a replay
-where one changed is a JitError: pass it as an argument, a 0-d Tensor to vary it; one read
-as an attribute of an object, or deeper, is not seen; nor is a numpy array's content read
-into a tensor inside); a tensor whose buffer
+constant baked into the capture, and so is every number the function reads as a global or
+closure variable (a replay where one changed is a JitError: pass it as an argument, a 0-d
+Tensor to vary it; one read as an attribute of an object is not seen); a tensor whose buffer
 the capture reads that way (also from a list, tuple or dict held there) must be the same
 tensor at every replay, or the same view of the same buffer (assign into it to change its
 values; one bound to another tensor is a JitError), and one bound to a name that it only
@@ -39,10 +37,7 @@ write in place), so a replay makes it again.
 
 A tensor the function realizes on the way without returning it lives in memory every replay
 writes again (as the intermediates of a captured graph do elsewhere): one the capture call
-left in a list or on an object shows what the latest replay computed there. One it also
-returns is returned fresh by each replay, and the one left behind keeps the capture's value.
-Outputs are rebuilt through lists, tuples and dicts; tensors returned inside another kind of
-object are a JitError (a replay would return the capture's).
+left in a list or on an object shows what the latest replay computed there.
 
 Assigns: the capture takes every assign the function makes (also into tensors it does not
 return: a weight update), so each replay makes them again. This thread's assigns still
@@ -806,23 +801,13 @@ def _named_values(fn: Callable, names: tuple[list[str], set[str], list[str]],
 
 def _scalar_reads(fn: Callable, names: tuple[list[str], set[str], list[str]]
                   ) -> list[tuple[str, Any]]:
-    """The numbers and bound variables `fn` reads as globals or closure variables, also in
-    a list, tuple or dict held there (`_global_names`: not those it writes), as (name, value)
-    pairs (a variable's value its name and number): what a capture bakes in."""
+    """The numbers and bound variables `fn` reads as globals or closure variables
+    (`_global_names`: not those it writes), as (name, value) pairs (a variable's value its
+    name and number): what a capture bakes in."""
     from tolk.variable import BoundVariable
 
-    kinds = (*_NUMBERS, BoundVariable)
-    out = []
-    for n, v in _named_values(fn, names):
-        if isinstance(v, (list, tuple)):  # (numbers in a list, tuple or dict held there too:
-            items = [(f"{n}[{i}]", x) for i, x in enumerate(v)]  # ``cfg["lr"]``)
-        elif isinstance(v, dict):
-            items = [(f"{n}[{k!r}]", x) for k, x in list(v.items())]
-        else:
-            items = [(n, v)]
-        out += [(k, x if isinstance(x, _NUMBERS) else (x.name, _var_value(x)))
-                for k, x in items if isinstance(x, kinds)]
-    return out
+    return [(n, v if isinstance(v, _NUMBERS) else (v.name, _var_value(v)))
+            for n, v in _named_values(fn, names) if isinstance(v, (*_NUMBERS, BoundVariable))]
 
 
 def _tensor_reads(fn: Callable, names: tuple[list[str], set[str], list[str]]
