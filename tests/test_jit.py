@@ -1264,3 +1264,39 @@ def test_review_fixes_outputs_in_objects_returned_variables_and_written_globals(
     _n_global = v.bind(4)
     with pytest.raises(JitError, match="reads '_n_global', now"):
         head(x)  # (a bound variable read as a global is baked in, as a number is)
+
+
+_prev_input = None
+
+
+def test_no_false_jit_errors_for_objects_from_before_or_globals_only_stored():
+    from tolk.optim import SGD
+
+    class Model:
+        def __init__(self):
+            self.w = Tensor(np.array([[1.0], [2.0]], np.float32)).realize()
+            self.opt = SGD([self.w], lr=0.1)
+
+        @tolk.jit
+        def step(self, x):
+            self.opt.zero_grad()
+            loss = (x.reshape(1, 2) @ self.w).sum()
+            loss.backward()
+            self.opt.step()
+            return loss, self  # (an object from before, holding its own weights)
+
+    m = Model()
+    x = Tensor(np.ones(2, np.float32))
+    np.testing.assert_allclose([m.step(x)[0].item() for _ in range(4)], [3.0, 2.8, 2.6, 2.4],
+                               rtol=1e-6)
+
+    @tolk.jit
+    def remember(x):
+        global _prev_input
+        _prev_input = x  # (stored, never read: no closure tensor of the plan)
+        return x * 2
+
+    a, b = Tensor(np.array([1.0, 2.0], np.float32)), Tensor(np.array([3.0, 4.0], np.float32))
+    remember(a)
+    remember(a)
+    assert remember(b).numpy().tolist() == [6.0, 8.0]

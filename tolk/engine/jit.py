@@ -502,11 +502,15 @@ class CapturedJit:
             raise JitError(f"variable {inner[0]!r} is bound inside the jitted function (to "
                            f"{self.baked_vals[inner[0]]}), not passed in as an argument: a "
                            "replay would not know its next value; pass the bound variable")
+        made = {id(t) for t in _lazy_made(out, first_new)}
+        _new_outputs.append(made)
         try:
             self.out_template = _rebuild(out, None, _skeleton_leaf)  # (holds no tensor)
         except JitError:  # (run what the call realized, as a plain call would have)
             run_linear(UOp(Ops.LINEAR, src=tuple(cap.calls)), cap.var_vals)
             raise
+        finally:
+            _new_outputs.pop()
         self.in_alias = _aliases(in_bufs)
         self.out_views = [o.uop for o in out_tensors]
         self.out_bufs = list({_base(o.uop): None for o in out_tensors})  # distinct buffers
@@ -528,8 +532,8 @@ class CapturedJit:
         self.in_meta = {k: _meta(t) for k, t in read_tensors if len(k) == 1}
         self.in_closure = {}  # input i -> (its buffer, the closure tensor's name)
         for i, b in enumerate(in_bufs):
-            for k, t in read_tensors:
-                if b in _buffers_of(t):
+            for k, t in read_tensors:  # (a global it writes may hold a former input: no read)
+                if k[0] not in self.scalar_names[2] and b in _buffers_of(t):
                     self.in_closure.setdefault(i, (b, _key_name(k)))
         self.calls = 2
         return out
@@ -822,6 +826,8 @@ def _tensor_reads(fn: Callable, names: tuple[list[str], set[str], list[str]]
     kinds = (Tensor, MultiTensor)
     out: list[tuple[tuple, Any]] = []
     for name, v in _named_values(fn, names, written=True):
+        if name in names[2] and not isinstance(v, kinds):
+            continue
         if isinstance(v, kinds):
             out.append(((name,), v))
         elif isinstance(v, (list, tuple)):
@@ -1008,19 +1014,20 @@ def _skeleton_leaf(x, fresh):
         return _VariableSlot(x)
     if isinstance(x, (list, tuple, dict)):
         return _NESTED
-    if _holds_tensor(x):
+    if _new_outputs and _holds_tensor(x, _new_outputs[-1]):
         raise JitError(f"a jitted function returns tensors inside an object of type "
                        f"{type(x).__name__}: a replay rebuilds lists, tuples and dicts only "
                        "(it would return the capture's tensors); return them in one of those")
     return x
 
 
-def _holds_tensor(x, budget: int = 10_000) -> bool:
-    """Whether `x` holds a tensor or a bound variable in its attributes, set members or
-    closure cells, also inside lists, tuples and dicts there (the first `budget` objects)."""
-    from tolk.multi import MultiTensor
-    from tolk.tensor import Tensor
-    from tolk.variable import BoundVariable
+_new_outputs: list[set[int]] = []  # the ids of the tensors a capture returns computed
+
+
+def _holds_tensor(x, wanted: set[int], budget: int = 10_000) -> bool:
+    """Whether `x` holds one of the tensors `wanted` (by id) in its attributes, set members
+    or closure cells, also inside lists, tuples and dicts there (the first `budget`
+    objects): an object from before the call holding its own tensors is returned as it is."""
 
     todo, seen = [x], set()
     while todo and budget > 0:
@@ -1029,7 +1036,7 @@ def _holds_tensor(x, budget: int = 10_000) -> bool:
             continue
         seen.add(id(o))
         budget -= 1
-        if o is not x and isinstance(o, (Tensor, MultiTensor, BoundVariable)):
+        if o is not x and id(o) in wanted:
             return True
         if isinstance(o, dict):
             todo += list(o.values())
@@ -1103,3 +1110,31 @@ def jit(fn: Callable) -> CapturedJit:
     if not callable(fn):
         raise TypeError(f"jit takes a function, got {type(fn).__name__} {fn!r}"[:200])
     return CapturedJit(fn)
+
+
+def _lazy_made(out, first_new: int) -> list:
+    """The tensors in objects `out` returns (attributes, sets, closures: `_holds_tensor`'s
+    reach) whose buffers the capture made (slots from `first_new`): a plain object from
+    before holding its own weights is no output."""
+    from tolk.tensor import Tensor
+
+    found, todo, seen = [], [out], set()
+    while todo and len(seen) < 10_000:
+        o = todo.pop()
+        if id(o) in seen or isinstance(o, (str, bytes, int, float, np.ndarray, np.generic)):
+            continue
+        seen.add(id(o))
+        if isinstance(o, Tensor):
+            bufs = _buffers_of(o)  # (none: still lazy, made here)
+            if not bufs or any(b.arg[0] >= first_new for b in bufs):
+                found.append(o)
+            continue
+        if isinstance(o, dict):
+            todo += list(o.values())
+        elif isinstance(o, (list, tuple, set, frozenset)):
+            todo += list(o)
+        elif isinstance(o, types.FunctionType):
+            todo += [c.cell_contents for c in (o.__closure__ or ()) if _cell_set(c)]
+        elif not isinstance(o, type):
+            todo += list(getattr(o, "__dict__", {}).values())
+    return found
