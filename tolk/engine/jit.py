@@ -1024,20 +1024,29 @@ def _skeleton_leaf(x, fresh):
 _new_outputs: list[set[int]] = []  # the ids of the tensors a capture returns computed
 
 
-def _holds_tensor(x, wanted: set[int], budget: int = 10_000) -> bool:
+def _holds_tensor(x, wanted: set[int]) -> bool:
     """Whether `x` holds one of the tensors `wanted` (by id) in its attributes, set members
-    or closure cells, also inside lists, tuples and dicts there (the first `budget`
-    objects): an object from before the call holding its own tensors is returned as it is."""
+    or closure cells, also inside lists, tuples and dicts there: an object from before the
+    call holding its own tensors is returned as it is."""
+    return any(o is not x and id(o) in wanted for o in _reachable(x))
+
+
+def _reachable(x, budget: int = 10_000):
+    """`x` and the objects in its attributes (slots too), set members and closure cells, also
+    inside lists, tuples and dicts there, each once (the first `budget`; a tensor's insides
+    are not entered; numbers, strings and arrays are left out)."""
+    from tolk.multi import MultiTensor
+    from tolk.tensor import Tensor
 
     todo, seen = [x], set()
-    while todo and budget > 0:
+    while todo and len(seen) < budget:
         o = todo.pop()
         if id(o) in seen or isinstance(o, (str, bytes, int, float, np.ndarray, np.generic)):
             continue
         seen.add(id(o))
-        budget -= 1
-        if o is not x and id(o) in wanted:
-            return True
+        yield o
+        if isinstance(o, (Tensor, MultiTensor)):
+            continue
         if isinstance(o, dict):
             todo += list(o.values())
         elif isinstance(o, (list, tuple, set, frozenset)):
@@ -1049,7 +1058,6 @@ def _holds_tensor(x, wanted: set[int], budget: int = 10_000) -> bool:
             for k in getattr(type(o), "__slots__", ()):
                 if isinstance(k, str) and hasattr(o, k):
                     todo.append(getattr(o, k))
-    return False
 
 
 def _rebuilt_leaf(x, fresh, variables: dict | None = None):
@@ -1113,28 +1121,10 @@ def jit(fn: Callable) -> CapturedJit:
 
 
 def _lazy_made(out, first_new: int) -> list:
-    """The tensors in objects `out` returns (attributes, sets, closures: `_holds_tensor`'s
-    reach) whose buffers the capture made (slots from `first_new`): a plain object from
-    before holding its own weights is no output."""
+    """The tensors `_reachable` from what the function returned whose buffers the capture
+    made (slots from `first_new`, or none yet): a plain object from before holding its own
+    weights is no output."""
     from tolk.tensor import Tensor
 
-    found, todo, seen = [], [out], set()
-    while todo and len(seen) < 10_000:
-        o = todo.pop()
-        if id(o) in seen or isinstance(o, (str, bytes, int, float, np.ndarray, np.generic)):
-            continue
-        seen.add(id(o))
-        if isinstance(o, Tensor):
-            bufs = _buffers_of(o)  # (none: still lazy, made here)
-            if not bufs or any(b.arg[0] >= first_new for b in bufs):
-                found.append(o)
-            continue
-        if isinstance(o, dict):
-            todo += list(o.values())
-        elif isinstance(o, (list, tuple, set, frozenset)):
-            todo += list(o)
-        elif isinstance(o, types.FunctionType):
-            todo += [c.cell_contents for c in (o.__closure__ or ()) if _cell_set(c)]
-        elif not isinstance(o, type):
-            todo += list(getattr(o, "__dict__", {}).values())
-    return found
+    return [o for o in _reachable(out) if isinstance(o, Tensor) and (
+        not (bufs := _buffers_of(o)) or any(b.arg[0] >= first_new for b in bufs))]
