@@ -503,14 +503,11 @@ class CapturedJit:
                            f"{self.baked_vals[inner[0]]}), not passed in as an argument: a "
                            "replay would not know its next value; pass the bound variable")
         made = {id(t) for t in _lazy_made(out, first_new)}
-        _new_outputs.append(made)
-        try:
-            self.out_template = _rebuild(out, None, _skeleton_leaf)  # (holds no tensor)
+        try:  # (the template holds no tensor)
+            self.out_template = _rebuild(out, None, lambda x, f: _skeleton_leaf(x, f, made))
         except JitError:  # (run what the call realized, as a plain call would have)
             run_linear(UOp(Ops.LINEAR, src=tuple(cap.calls)), cap.var_vals)
             raise
-        finally:
-            _new_outputs.pop()
         self.in_alias = _aliases(in_bufs)
         self.out_views = [o.uop for o in out_tensors]
         self.out_bufs = list({_base(o.uop): None for o in out_tensors})  # distinct buffers
@@ -998,10 +995,11 @@ class _VariableSlot:
         self.name, self.captured = variable.name, variable
 
 
-def _skeleton_leaf(x, fresh):
+def _skeleton_leaf(x, fresh, made: set[int] = frozenset()):
     """`_rebuild`'s leaf for a template: a slot where a tensor or a bound variable is (no
-    tensor kept alive); a JitError for tensors in another kind of object (a dataclass, a
-    set, a function's closure): a replay would return the capture's."""
+    tensor kept alive); a JitError for tensors the capture made (`made`, by id) in another
+    kind of object (a dataclass, a set, a function's closure): a replay would return the
+    capture's."""
     from tolk.multi import MultiTensor
     from tolk.tensor import Tensor
     from tolk.variable import BoundVariable
@@ -1014,14 +1012,11 @@ def _skeleton_leaf(x, fresh):
         return _VariableSlot(x)
     if isinstance(x, (list, tuple, dict)):
         return _NESTED
-    if _new_outputs and _holds_tensor(x, _new_outputs[-1]):
+    if made and _holds_tensor(x, made):
         raise JitError(f"a jitted function returns tensors inside an object of type "
                        f"{type(x).__name__}: a replay rebuilds lists, tuples and dicts only "
                        "(it would return the capture's tensors); return them in one of those")
     return x
-
-
-_new_outputs: list[set[int]] = []  # the ids of the tensors a capture returns computed
 
 
 def _holds_tensor(x, wanted: set[int]) -> bool:
