@@ -711,6 +711,16 @@ def test_norm_refuses_singular_value_norms_and_bad_orders():
     assert x.norm(dim=1).shape == (2,)
 
 
+def test_norm_of_big_ints_squares_them_in_float64():
+    a = np.array([[2 ** 63 - 1, -(2 ** 63)] * 2, [3, 4, 0, 0]], np.int64)
+    for o, ax in ((None, None), (None, 1), (3, 1), ("fro", (0, 1)), (1, (0, 1))):
+        got = Tensor(a).norm(o, ax)
+        assert got.dtype == dtypes.float32
+        np.testing.assert_allclose(got.numpy(), np.linalg.norm(a, o, ax).astype(np.float32),
+                                   rtol=1e-6)
+        assert np.isfinite(got.numpy()).all()
+
+
 @cases()
 @given(array_and_dtype(dtype_strategy=st.sampled_from(ALL),
                        shape_strategy=shapes(min_dims=2, max_dims=3)), st.data(), st.booleans())

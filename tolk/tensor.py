@@ -2095,8 +2095,10 @@ class Tensor:
         also a 2-d tensor with an `ord` and no axis): None or "fro" the Frobenius norm, 1 /
         -1 the largest / smallest column sum of magnitudes, inf / -inf the largest /
         smallest row sum (2, -2 and "nuc" need singular values: refused). Ints and bools
-        give float32 (numpy's float64); 16-bit floats are computed in float32 and rounded
-        once."""
+        are computed in float64 (squares of big ints pass float32's range) and give float32
+        (numpy's float64); 16-bit floats are computed in float32; each rounded once."""
+        if not self.dtype.is_float:
+            return self.cast(dtypes.float64).norm(ord, axis, keepdim).cast(dtypes.default_float)
         if isinstance(axis, (tuple, list)) and len(axis) == 1:
             axis = axis[0]
         if isinstance(axis, (tuple, list)) or (axis is None and ord is not None and
