@@ -439,3 +439,17 @@ def test_reshape_infers_minus_one_as_the_symbolic_dimension_left_out():
     assert y.reshape(-1, 1, 3).numpy().shape == (4, 1, 3)
     with pytest.raises(ShapeError, match="symbolic dimensions must stay"):
         y.reshape(-1)  # n * 3: no symbolic size of a product
+
+
+def test_norms_over_a_symbolic_axis_bound_to_zero_are_zero_as_numpys():
+    v = Variable("n", 0, 12)
+    a = A.copy()
+    a[1, 1] = np.nan
+    for n in (0, 1, 3, 12):
+        y = Tensor(a)[:, : v.bind(n)]
+        for o in (None, 1, 3, np.inf, 0):
+            np.testing.assert_allclose(y.norm(o, axis=1).numpy(),
+                                       np.linalg.norm(a[:, :n], o, axis=1), rtol=1e-6)
+        for o in (None, 1, np.inf):
+            np.testing.assert_allclose(y.norm(o, axis=(0, 1)).numpy(),
+                                       np.linalg.norm(a[:, :n], o, axis=(0, 1)), rtol=1e-6)

@@ -2127,8 +2127,9 @@ class Tensor:
             out = _root_of_sum((x * x).sum(ax, keepdim=True))
         elif ord == math.inf and isinstance(n, int) and n == 0:
             out = a.sum(ax, keepdim=True)  # (nothing: 0, as numpy's)
-        elif ord == math.inf:
+        elif ord == math.inf:  # (a symbolic axis may be bound to 0: no magnitude is below 0)
             out = a.max(ax, keepdim=True)
+            out = out if isinstance(n, int) else out.maximum(0.0)
         elif ord == -math.inf:
             out = a.min(ax, keepdim=True)
         elif ord == 0:
@@ -2164,8 +2165,9 @@ class Tensor:
                 out = sums.min(across, keepdim=True)
             elif self.shape[across] == 0:  # (numpy's largest of no sums: 0)
                 out = sums.sum(across, keepdim=True)
-            else:
+            else:  # (a symbolic axis may be bound to 0: no sum is below 0)
                 out = sums.max(across, keepdim=True)
+                out = out if isinstance(self.shape[across], int) else out.maximum(0.0)
         return out if keepdim else out.squeeze(tuple(sorted((rows, cols))))
 
     @_numpy_names
