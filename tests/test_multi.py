@@ -375,6 +375,21 @@ def test_sharded_reductions_take_numpy_and_pytorch_argument_names():
     np.testing.assert_array_equal(got.numpy(), a.sum(1, dtype=np.float64))
 
 
+def test_a_sum_asked_for_in_16_bits_adds_in_float32_sharded_or_not():
+    a = np.ones((5000, 3), np.float32)  # (16-bit adds down a column stall at 2048 and 256)
+    b = np.array([70000.0, -69999.0], np.float32)  # (numpy rounds the inputs first: inf - inf)
+    for x in (Tensor(a), Tensor(a).shard(DEVS, 0), Tensor(a).shard(DEVS, 1)):
+        got = x.sum(0, dtype="float16")
+        assert got.dtype is dtypes.float16 and got.numpy().tolist() == [5000.0] * 3
+        got = x.sum(0, dtype=dtypes.bfloat16).float().numpy()
+        assert got.tolist() == [4992.0] * 3  # (5000 rounded once)
+    assert Tensor(a).prod(0, dtype="float16").numpy().tolist() == [1.0] * 3
+    for x in (Tensor(b), Tensor(b).shard(DEVS, 0)):
+        assert np.isnan(x.sum(dtype="float16").item())
+    with pytest.raises(TypeError, match="void"):
+        Tensor(a).sum(dtype="void")
+
+
 def test_unsupported_sharded_operations_are_type_errors_with_a_hint():
     m = Tensor(np.ones((2, 3), np.float32)).shard(DEVS, 0)
     for op in (lambda: m.reshape(3, 2), lambda: m[0], lambda: m.flip(0)):

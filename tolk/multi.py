@@ -20,9 +20,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tolk.dtype import dtypes, least_upper_dtype, to_dtype
 from tolk.errors import DeviceError, ShapeError
 from tolk.runtime.device import canonical_device
-from tolk.dtype import least_upper_dtype
 from tolk.tensor import (DEFER_TO, Tensor, _alien, _clip_bounds, _clip_by, _half_in_float32,
                          _norm_axis, _numpy_names, _swapped)
 
@@ -469,7 +469,9 @@ class MultiTensor:
     def sum(self, axis=None, keepdim: bool = False, dtype=None):
         """Sum; 16-bit floats add in float32, the shards' partial sums too (as Tensor.sum);
         `dtype` as Tensor.sum's: each shard sums in it and the partial sums add in it (ints
-        wrap as numpy's do, a bool sum is any)."""
+        wrap as numpy's do, a bool sum is any; a 16-bit float's in float32, rounded once)."""
+        if dtype is not None and to_dtype(dtype).is_float and to_dtype(dtype).itemsize == 2:
+            return self.cast(dtype).sum(axis, keepdim, dtypes.float32).cast(to_dtype(dtype))
         if dtype is not None:
             return self._reduce("sum", axis, keepdim, lambda a, b: a + b, dtype=dtype)
         return self._sum(axis, keepdim)

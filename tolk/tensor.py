@@ -1840,8 +1840,9 @@ class Tensor:
     @_numpy_names
     def sum(self, axis=None, keepdim: bool = False, dtype=None) -> Tensor:
         """Sum; bool and integer tensors accumulate in (u)int64 as numpy does, 16-bit floats
-        in float32 (numpy's float16 sums stall at 2048 along some memory layouts and not
-        others: here the layout a kernel sees never changes a value)."""
+        (kept, or asked for as `dtype`: the inputs rounded to it first, as numpy's) in float32
+        (numpy's float16 sums stall at 2048 along some memory layouts and not others: here
+        the layout a kernel sees never changes a value)."""
         return self._accumulate(Ops.ADD, axis, keepdim, dtype)
 
     @_numpy_names
@@ -1850,9 +1851,11 @@ class Tensor:
         return self._accumulate(Ops.MUL, axis, keepdim, dtype)
 
     def _accumulate(self, op: Ops, axis, keepdim: bool, dtype) -> Tensor:
-        if dtype is None and self.dtype.is_float and self.dtype.itemsize == 2:
-            return self.cast(dtypes.float32)._reduce(op, axis, keepdim).cast(self.dtype)
-        return self.cast(self._acc_dtype() if dtype is None else dtype)._reduce(op, axis, keepdim)
+        out = self._acc_dtype() if dtype is None else _data_dtype(dtype)
+        if out.is_float and out.itemsize == 2:  # (kept or asked for: in float32, rounded once;
+            x = self.cast(out).cast(dtypes.float32)  # the inputs in `out` first, as numpy's)
+            return x._reduce(op, axis, keepdim).cast(out)
+        return self.cast(out)._reduce(op, axis, keepdim)
 
     @_numpy_names
     def max(self, axis=None, keepdim: bool = False) -> Tensor:
