@@ -775,6 +775,23 @@ def test_uniform_stays_below_high_in_every_float_dtype():
     assert (v >= [0, 1, 2]).all() and (v < 3).all()
 
 
+@pytest.mark.parametrize("d", ["bfloat16", "float16", "float32", "float64"])
+def test_uniform_with_tensor_bounds_stays_below_each_high(d):
+    Tensor.manual_seed(0)  # (float16 steps by 0.5 at 1000: a quarter of draws rounded up)
+    lo = np.array([1000.0, -1001.0, -1.0, 0.0, 3.0], np.float32)
+    hi = np.array([1001.0, -1000.0, 0.0, 1e-30, 3.0], np.float32)
+    lo_d, hi_d = (Tensor(v).cast(d).cast("float64").numpy() for v in (lo, hi))
+    u = Tensor.uniform(20000, 5, low=Tensor(lo), high=Tensor(hi), dtype=d)
+    assert u.dtype.name == d and u.shape == (20000, 5)
+    got = u.cast("float64").numpy()
+    assert (got >= lo_d).all() and ((got < hi_d) | (hi_d <= lo_d)).all()
+    assert (got[:, hi_d == lo_d] == lo_d[hi_d == lo_d]).all()
+    with pytest.raises(ShapeError, match="must broadcast to it"):
+        Tensor.uniform(2, low=Tensor([1.0, 2.0, 3.0]), high=5.0)
+    with pytest.raises(TypeError, match="high must be a number"):
+        Tensor.uniform(2, low=Tensor([1.0, 2.0]), high="5")
+
+
 def test_silu_of_ints_is_float32_and_numpy_scalar_infinities_are_value_errors():
     for d in (np.int32, np.int64, np.uint8):
         assert Tensor(np.array([1, 2], d)).silu().dtype.np == np.float32

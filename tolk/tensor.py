@@ -1022,25 +1022,34 @@ class Tensor:
     @staticmethod
     @_grad_option
     def uniform(*shape, low=0.0, high=1.0, dtype=None, device=None) -> Tensor:
-        """Uniform in [low, high): drawn in float64 and rounded to the dtype, a value that
-        rounds up to `high` becomes the largest one below it (as `rand`)."""
+        """Uniform in [low, high) (numbers, or tensors broadcasting to the shape): drawn in
+        float64 and rounded to the dtype, a value that rounds up to `high` becomes the largest
+        one below it (as `rand`)."""
         d = _data_dtype(dtypes.default_float if dtype is None else dtype)
         if not d.is_float:
             raise TypeError(f"uniform draws floats, got dtype {d.name}")
-        if isinstance(low, Tensor) or isinstance(high, Tensor):  # bounds per element, in d
-            lo, hi = (v.cast(d) if isinstance(v, Tensor) else v for v in (low, high))
-            out = Tensor.rand(*shape, dtype=d, device=device)
-            span = hi - lo
-            if isinstance(span, Tensor) and _broadcast_shape(span.shape, out.shape) != out.shape:
-                raise ShapeError(f"uniform of shape {out.shape}: its bounds, of shape "
-                                 f"{span.shape}, must broadcast to it")
-            return (out * span + lo).cast(d)
         top = float(np.finfo(np.float32 if d is dtypes.bfloat16 else d.np).max)
         for what, v in (("low", low), ("high", high)):
+            if isinstance(v, Tensor):
+                continue
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
                 raise TypeError(f"uniform's {what} must be a number or a Tensor, got {v!r}")
             if not abs(float(v)) <= top:  # (a NaN too)
                 raise ValueError(f"uniform's {what} = {v!r} is not a finite {d.name} value")
+        if isinstance(low, Tensor) or isinstance(high, Tensor):  # bounds per element, in d
+            lo, hi = (v.cast(d) if isinstance(v, Tensor) else Tensor(float(v), device, d)
+                      for v in (low, high))
+            out = Tensor.rand(*shape, dtype=dtypes.float64, device=device)
+            span = hi.cast(dtypes.float64) - lo.cast(dtypes.float64)
+            try:
+                fits = _broadcast_shape(span.shape, out.shape) == out.shape
+            except ShapeError:
+                fits = False
+            if not fits:
+                raise ShapeError(f"uniform of shape {out.shape}: its bounds, of shape "
+                                 f"{span.shape}, must broadcast to it")
+            x = (out * span + lo.cast(dtypes.float64)).cast(d)
+            return ((x >= hi) & (hi > lo)).where(_below(hi), x)  # (a value rounded up to high)
         x = Tensor._rng().random(_shape_arg(shape)) * (high - low) + low
         if high > low:  # the ends as values of `d` (each rounds to itself)
             x = np.clip(x, _step_inside(float(low), d, up=True),
@@ -3963,6 +3972,15 @@ def _broadcast_const(dtype: DType, value: Scalar, shape: tuple) -> UOp:
     node_cache(u)["shape"] = u.arg
     form_of(u)
     return u
+
+
+def _below(x: Tensor) -> Tensor:
+    """The largest value of x's float dtype below each element of x (by its bits: one step
+    toward -inf; below a zero the negative of the smallest subnormal)."""
+    ints = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[x.dtype.itemsize]
+    bits = x.bitcast(ints)
+    neg_tiny = Tensor(int(np.iinfo(ints.np).min) + 1, x.device, ints)
+    return (x > 0).where(bits - 1, (x == 0).where(neg_tiny, bits + 1)).bitcast(x.dtype)
 
 
 def _step_inside(v: float, d: DType, up: bool) -> float:
