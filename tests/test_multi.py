@@ -405,6 +405,20 @@ def test_unsupported_sharded_operations_are_type_errors_with_a_hint():
         Tensor(np.ones(3, np.float32)).gather(Tensor(np.array([0, 1])).shard(DEVS, 0))
 
 
+def test_requires_grad_on_a_multitensor_is_refused_and_gradients_reach_the_source():
+    t = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    m = t.shard(DEVS, 0)
+    for name in ("requires_grad", "grad"):
+        with pytest.raises(TypeError, match="before sharding"):
+            setattr(m, name, True)
+    with pytest.raises(AttributeError, match="'scale'"):
+        m.scale = 2
+    assert m.axis == 0 and (m * 2).numpy().tolist() == (t * 2).numpy().tolist()
+    t.requires_grad = True
+    ((t.shard(DEVS, 0) * t.shard(DEVS, 0)).sum()).backward()
+    np.testing.assert_array_equal(t.grad.numpy(), 2 * t.numpy())
+
+
 def test_a_multitensor_needs_a_sequence_of_shards_with_axes():
     with pytest.raises(ShapeError, match="0-d"):
         MultiTensor([Tensor(np.float32(1), device="CPU:1"),

@@ -433,6 +433,14 @@ class MultiTensor:
         raise ShardedUnsupported(f"MultiTensor has no attribute {name!r}; "
                                  "gather with .to(device) first")
 
+    def __setattr__(self, name: str, value) -> None:
+        if name in ("shards", "axis"):
+            object.__setattr__(self, name, value)
+            return
+        hint = ("; set requires_grad on the tensor before sharding it: gradients reach it "
+                "through the shards") if name in ("requires_grad", "grad") else ""
+        raise ShardedUnsupported(f"a MultiTensor has no attribute {name!r} to set{hint}")
+
     def _unsupported(self, what: str):
         raise ShardedUnsupported(f"{what} of a sharded tensor is not supported; gather it with "
                                  f".to(device) first ({self})")
