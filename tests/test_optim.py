@@ -149,3 +149,65 @@ def test_adam_counts_steps_past_16_bit_and_checks_hyperparameters():
         Adam([w], eps=-1e-8)
     with pytest.raises(TypeError, match="got ndarray"):
         SGD([np.zeros(2)])
+
+
+def test_refused_optimizers_leave_their_parameters_as_they_were():
+    w = Tensor(np.zeros(2, np.float32))
+    for make, err, match in (
+            (lambda: SGD([w], lr=-1), ValueError, "learning rate"),
+            (lambda: SGD([w], nesterov=True), ValueError, "nesterov"),
+            (lambda: SGD([w], momentum="x", nesterov=True), TypeError, "momentum"),
+            (lambda: SGD([w], momentum=0.9, nesterov="yes"), TypeError, "nesterov must be"),
+            (lambda: SGD([w, Tensor(np.zeros(2, np.int32))]), TypeError, "float Tensors"),
+            (lambda: SGD([w, w]), ValueError, "parameter 1 is parameter 0"),
+            (lambda: SGD(w), TypeError, "one Tensor"),
+            (lambda: Adam([w], betas=(0.9,)), TypeError, "pair of numbers"),
+            (lambda: Adam([w], betas=None), TypeError, "pair of numbers"),
+            (lambda: Adam([w], betas=("a", "b")), TypeError, "betas must be a number"),
+            (lambda: Adam([w], betas=(0.9, -0.1)), ValueError, "betas"),
+            (lambda: Adam([w], eps=-1), ValueError, "eps")):
+        with pytest.raises(err, match=match):
+            make()
+        assert not w.requires_grad
+    assert SGD([w]).params == [w] and w.requires_grad
+
+
+@pytest.mark.parametrize("cls,kw", [(Adam, {"lr": 0.1}), (AdamW, {"lr": 0.1}),
+                                    (SGD, {"lr": 0.1, "momentum": 0.9, "dampening": 0.5})])
+def test_a_step_whose_gradient_fails_changes_no_parameter_or_state(cls, kw):
+    x = Tensor(np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32))
+    got = []
+    for fail_first in (False, True):
+        w = Tensor(np.zeros((3, 5), np.float32)).realize()
+        b = Tensor(np.zeros(5, np.float32)).realize()
+        opt = cls([b, w], **kw)
+        if fail_first:  # (a label out of range: the gradient's kernel raises in step)
+            (x @ w + b).cross_entropy(Tensor(np.array([0, 1, 2, 9]))).backward()
+            with pytest.raises(IndexError):
+                opt.step()
+            assert not w.numpy().any() and not b.numpy().any()
+            opt.zero_grad()
+        for _ in range(2):
+            opt.zero_grad()
+            (x @ w + b).cross_entropy(Tensor(np.array([0, 1, 2, 3]))).backward()
+            opt.step()
+        got.append((w.numpy(), b.numpy()))
+    for a, c in zip(*got):
+        np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize("cls,kw", [(Adam, {"lr": 0.01}), (AdamW, {"lr": 0.01}),
+                                    (SGD, {"lr": 0.01, "momentum": 0.9, "nesterov": True})])
+def test_16_bit_parameters_update_in_float32_rounded_once(cls, kw):
+    grads = (300.0, 1.0, -2.5, 1.0)  # (300 squared passes float16's range)
+    w = Tensor(np.ones(2, np.float16)).realize()
+    w32 = Tensor(np.ones(2, np.float32)).realize()
+    opt, opt32 = cls([w], **kw), cls([w32], **kw)
+    for g in grads:
+        w.grad, w32.grad = Tensor(np.full(2, g, np.float16)), Tensor(np.full(2, g, np.float32))
+        opt.step()
+        opt32.step()
+    assert np.isfinite(w.numpy()).all() and w.numpy()[0] != 1.0
+    np.testing.assert_allclose(w.numpy().astype(np.float32), w32.numpy(), rtol=2e-3)
+    if cls is not SGD:
+        assert np.isfinite(opt.v[0].numpy()).all()

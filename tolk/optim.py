@@ -1,6 +1,8 @@
 """Optimizers over tensors marked ``requires_grad``: PyTorch's SGD, Adam and AdamW updates,
-each step a set of assigns into the parameters and the optimizer's state, realized together
-(one schedule for the forward pass, the gradients and every update).
+each step the gradients realized (one schedule for the forward and backward passes), then a
+set of assigns into the parameters and the optimizer's state, realized together. A gradient
+that fails to compute (an index out of range, say) fails the step before any parameter or
+state changes.
 
 The step count and the state live in tensors, so every step builds the same graph and
 reuses the cached schedule (a Python number that changed each step would make each step a
@@ -8,6 +10,8 @@ new program)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+import numpy as np
 
 from tolk.dtype import dtypes
 from tolk.helpers import real_arg
@@ -20,28 +24,43 @@ class Optimizer:
     realizes; `zero_grad` forgets the gradients."""
 
     def __init__(self, params: Iterable[Tensor], lr: float) -> None:
+        if isinstance(params, Tensor):
+            raise TypeError("an optimizer takes an iterable of parameters, got one Tensor "
+                            "(wrap it: [p])")
         self.params = list(params)
         if not self.params:
             raise ValueError("an optimizer needs at least one parameter")
-        for p in self.params:
+        seen: dict[int, int] = {}
+        for i, p in enumerate(self.params):
             if not isinstance(p, Tensor):
                 raise TypeError(f"an optimizer's parameters must be float Tensors, got "
                                 f"{type(p).__name__}")
             if not p.dtype.is_float:
                 raise TypeError(f"an optimizer's parameters must be float Tensors, got "
                                 f"{p.dtype.name}")
-            p.requires_grad = True
+            if id(p) in seen:  # (two states for one tensor: two updates a step)
+                raise ValueError(f"an optimizer's parameter {i} is parameter {seen[id(p)]} "
+                                 "again")
+            seen[id(p)] = i
         self.lr = real_arg(lr, "the learning rate")
+
+    def _take(self) -> None:
+        """Mark the parameters ``requires_grad``, once every argument was checked (a refused
+        optimizer leaves them as they were)."""
+        for p in self.params:
+            p.requires_grad = True
 
     def zero_grad(self) -> None:
         for p in self.params:
             p.grad = None
 
     def step(self) -> None:
+        grads = [(i, p, p.grad) for i, p in enumerate(self.params) if p.grad is not None]
+        if grads:  # (a failure here changes nothing)
+            Tensor.realize(*(g for _, _, g in grads))
         state = []
-        for i, p in enumerate(self.params):
-            if p.grad is not None:
-                state += self._update(i, p, p.grad.cast(p.dtype))
+        for i, p, g in grads:
+            state += self._update(i, p, g.cast(p.dtype))
         Tensor.realize(*self.params, *state)
 
     def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
@@ -70,26 +89,33 @@ class SGD(Optimizer):
                  dampening: float = 0.0, weight_decay: float = 0.0,
                  nesterov: bool = False) -> None:
         super().__init__(params, lr)
-        if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("SGD's nesterov needs a momentum > 0 and no dampening")
         self.momentum = real_arg(momentum, "SGD's momentum")
         self.dampening = real_arg(dampening, "SGD's dampening")
-        self.weight_decay, self.nesterov = real_arg(weight_decay, "SGD's weight_decay"), nesterov
+        if not isinstance(nesterov, (bool, np.bool_)):
+            raise TypeError(f"SGD's nesterov must be a bool, got {nesterov!r}"[:200])
+        if nesterov and (self.momentum <= 0 or self.dampening != 0):
+            raise ValueError("SGD's nesterov needs a momentum > 0 and no dampening")
+        self.weight_decay = real_arg(weight_decay, "SGD's weight_decay")
+        self.nesterov = bool(nesterov)
         self.bufs = [_zeros_like(p) for p in self.params] if momentum else []
         self.started = [_scalar(p) for p in self.params] if momentum else []
+        self._take()
 
     def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
+        wide = _wide(p)  # (16-bit parameters: each update in float32, rounded once)
+        g = g.cast(wide)
         if self.weight_decay:
-            g = g + p * self.weight_decay
+            g = g + p.cast(wide) * self.weight_decay
         out = []
         if self.momentum:
             buf, started = self.bufs[i], self.started[i]  # (started: 0 before the first step)
-            new = (started > 0).where(buf * self.momentum + g * (1 - self.dampening), g)
-            buf.assign(new)
+            new = (started > 0).where(buf.cast(wide) * self.momentum + g * (1 - self.dampening),
+                                      g)
+            buf.assign(new.cast(p.dtype))
             started.assign(started.full_like(1.0))
-            g = g + new * self.momentum if self.nesterov else new
+            g = g + buf.cast(wide) * self.momentum if self.nesterov else buf.cast(wide)
             out += [buf, started]
-        p.assign(p - g * self.lr)
+        p.assign((p.cast(wide) - g * self.lr).cast(p.dtype))
         return out
 
 
@@ -104,10 +130,12 @@ class Adam(Optimizer):
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0) -> None:
         super().__init__(params, lr)
-        b1, b2 = betas
-        if not (0 <= b1 < 1 and 0 <= b2 < 1):
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise TypeError(f"Adam's betas must be a pair of numbers, got {betas!r}"[:200])
+        b1, b2 = (real_arg(b, "Adam's betas") for b in betas)
+        if not (b1 < 1 and b2 < 1):
             raise ValueError(f"Adam's betas must be in [0, 1), got {betas!r}")
-        self.b1, self.b2 = float(b1), float(b2)
+        self.b1, self.b2 = b1, b2
         self.eps = real_arg(eps, "Adam's eps")
         self.weight_decay = real_arg(weight_decay, "Adam's weight_decay")
         self.m = [_zeros_like(p) for p in self.params]
@@ -116,20 +144,22 @@ class Adam(Optimizer):
         # float32: a 16-bit count stops at 2048 (float16) or 256 (bfloat16))
         self.t = [Tensor.full((), 0.0, _wide(p), p.device).contiguous().realize()
                   for p in self.params]
+        self._take()
 
     def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
         m, v, t = self.m[i], self.v[i], self.t[i]
+        wide = t.dtype  # (16-bit parameters: m, v and p each updated in float32, rounded
+        g, pw = g.cast(wide), p.cast(wide)  # once: a gradient of 300 squared passes float16)
         if self.weight_decay and not self.decoupled:
-            g = g + p * self.weight_decay
+            g = g + pw * self.weight_decay
         t.assign(t + 1)
-        m.assign(m * self.b1 + g * (1 - self.b1))
-        v.assign(v * self.b2 + g * g * (1 - self.b2))
-        wide = t.dtype
+        m.assign((m.cast(wide) * self.b1 + g * (1 - self.b1)).cast(p.dtype))
+        v.assign((v.cast(wide) * self.b2 + g * g * (1 - self.b2)).cast(p.dtype))
         m_hat = m.cast(wide) / (1 - t.full_like(self.b1) ** t)
         v_hat = v.cast(wide) / (1 - t.full_like(self.b2) ** t)
-        base = p * (1 - self.lr * self.weight_decay) if self.decoupled and self.weight_decay \
-            else p
-        p.assign(base - (m_hat / (v_hat.sqrt() + self.eps) * self.lr).cast(p.dtype))
+        base = pw * (1 - self.lr * self.weight_decay) if self.decoupled and self.weight_decay \
+            else pw
+        p.assign((base - m_hat / (v_hat.sqrt() + self.eps) * self.lr).cast(p.dtype))
         return [m, v, t]
 
 
