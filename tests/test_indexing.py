@@ -525,3 +525,41 @@ def test_a_mask_over_every_axis_takes_a_value_of_at_most_one_axis_as_numpy():
     n[np.array([True, False])] = np.ones((1, 1, 3))
     x[np.array([True, False])] = np.ones((1, 1, 3))
     assert x.numpy().tolist() == n.tolist()
+
+
+def test_an_index_out_of_bounds_names_the_users_axis_and_operation():
+    z = Tensor(np.zeros((3, 4), np.float32))
+    ones = Tensor(np.ones((3, 1), np.float32))
+    for make, msg in (
+            (lambda: z[:, Tensor([5])], "^index 5 is out of bounds for axis 1 with size 4\n"),
+            (lambda: z[Tensor([1]), Tensor([-5])], "^index -5 is out of bounds for axis 1 "),
+            (lambda: z[Tensor([7]), Tensor([1])], "^index 7 is out of bounds for axis 0 "),
+            (lambda: z[:, Tensor(np.array([2**63 + 1], np.uint64))],
+             f"^index {2**63 + 1} is out of bounds for axis 1 "),
+            (lambda: z.take_along_axis(Tensor([[5]]), 1),
+             "^take_along_axis: an index is out of bounds for axis 1 with size 4\n"),
+            (lambda: z.gather(1, Tensor([[-5]])), "^gather: an index is out of bounds for axis 1 "),
+            (lambda: z.scatter_add(1, Tensor([[5]]), Tensor([[1.0]])),
+             "^scatter_add: an index is out of bounds for axis 1 with size 4\n"),
+            (lambda: z.index_add(1, Tensor([5]), ones),
+             "^index_add: index 5 is out of bounds for axis 1 with size 4\n"),
+            (lambda: z.gather(Tensor([9])), "index 9 is out of bounds for axis 0 with size 3")):
+        with pytest.raises(IndexError, match=msg):
+            make().numpy()
+    np.testing.assert_array_equal(z[:, Tensor([-1, 2])].numpy(), np.zeros((3, 2)))
+
+
+def test_an_index_that_selects_nothing_is_still_a_view_of_the_tensor():
+    a = np.array([1.0, -2.0, 3.0], np.float32)
+    for index in (lambda x: x[x > 10], lambda x: x[Tensor(np.zeros(0, np.int64))],
+                  lambda x: x[[]]):
+        x = Tensor(a, requires_grad=True)
+        y = index(x)
+        assert y.shape == (0,) and y.dtype == x.dtype
+        y.sum().backward()  # (a zero gradient, as PyTorch's; it read no tensor before)
+        np.testing.assert_array_equal(x.grad.numpy(), np.zeros(3, np.float32))
+    e = np.zeros((3, 0))  # (an empty broadcast reads no index, as numpy's)
+    got = Tensor(e)[Tensor(np.zeros((0, 1), np.int64)), Tensor([0])]
+    assert got.shape == e[np.zeros((0, 1), np.int64), np.array([0])].shape == (0, 1)
+    got = Tensor(np.zeros((3, 2)))[Tensor(np.zeros((0, 1), np.int64)), Tensor([5])]
+    assert got.shape == (0, 1)

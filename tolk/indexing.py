@@ -253,10 +253,14 @@ class _Plan:
 
 def getitem(x, idx: tuple):
     """``x[idx]`` for an index with arrays (see the module's docstring)."""
+    from tolk.tensor import _out_of_bounds_named
+
     Tensor = _tensor_type()
     p = _Plan(x, idx)
+    if 0 in p.B:  # (no index is read, as numpy's: an empty view of x, reaching x's gradient)
+        return x.flatten().shrink(((0, 0),)).reshape(p.result_shape())
     one = len(p.arrays) == 1
-    flat = None
+    flat = where = None
     for (v, axis), n, stride in zip(p.arrays, p.sizes, _strides(p.sizes)):
         if isinstance(v, np.ndarray):
             w = Tensor(p.checked_host(v, n, axis), device=x.device)
@@ -266,13 +270,20 @@ def getitem(x, idx: tuple):
                                  "no index is valid")
             # checked when the kernel runs: a take from 0..n-1 wraps negatives and raises out
             # of range (one array needs none: the gather below is that take)
-            w = v if one else Tensor.arange(n, dtype=dtypes.int64, device=x.device).gather(v)
+            if not one:  # (named in the message of one out of bounds, as numpy names it)
+                w = _out_of_bounds_named(Tensor.arange(n, dtype=dtypes.int64,
+                                                       device=x.device).gather(v),
+                                         ("", axis, n, True))
+            else:
+                w = v
+                where = ("", axis, n, True)
         if not one:
             w = w.cast(dtypes.int64)._broadcast_to(p.B) * stride
         flat = w if flat is None else flat + w
-    if 0 in p.B or 0 in p.sizes:
-        return Tensor.zeros(p.result_shape(), dtype=x.dtype, device=x.device)
-    return p.place(p.merged().gather(flat))
+    if 0 in p.sizes:  # (no element: as above)
+        return x.flatten().shrink(((0, 0),)).reshape(p.result_shape())
+    out = p.merged().gather(flat)
+    return p.place(_out_of_bounds_named(out, where) if one and where is not None else out)
 
 
 def _strides(sizes: list[int]) -> list[int]:

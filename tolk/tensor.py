@@ -3173,7 +3173,7 @@ class Tensor:
                              f"tensor's {self.ndim} axes, none longer off dim {d} than "
                              f"{self.shape}")
         x = self.shrink(tuple(None if a == d else (0, i) for a, i in enumerate(index.shape)))
-        return x.take_along_axis(index, d)
+        return x._take_along(index, d, "gather")
 
     def take_along_axis(self, indices, axis=-1) -> Tensor:
         """numpy's take_along_axis: ``out[..., i, ...] = self[..., indices[..., i, ...], ...]``
@@ -3181,7 +3181,10 @@ class Tensor:
         tensor (or array) with this tensor's number of axes, broadcast against it off
         `axis`. A negative index counts from the end; one out of range raises numpy's
         IndexError when the kernel runs (never another element in its place)."""
-        indices = _index_tensor(indices, self, "take_along_axis")
+        return self._take_along(indices, axis, "take_along_axis")
+
+    def _take_along(self, indices, axis, what: str) -> Tensor:
+        indices = _index_tensor(indices, self, what)
         x = self
         if axis is None:
             if indices.ndim != 1:
@@ -3205,7 +3208,8 @@ class Tensor:
             raise IndexError(f"take_along_axis of {indices.shape} indices along the empty axis "
                              f"{d} of a tensor of shape {x.shape}")
         flat = x.expand(full).reshape(prod(full))
-        return flat.gather(_flat_positions(full, d, indices.expand(want))).reshape(want)
+        out = flat.gather(_flat_positions(full, d, indices.expand(want)))
+        return _out_of_bounds_named(out, (what, d, x.shape[d], False)).reshape(want)
 
     def scatter_add(self, dim: int, index, src) -> Tensor:
         """PyTorch's scatter_add on a copy: ``out[..., index[i, j], ...] += src[i, j]`` along
@@ -3229,7 +3233,9 @@ class Tensor:
         part = src.shrink(tuple((0, i) for i in index.shape))
         at = _flat_positions(self.shape, d, index).reshape(index.numel())
         flat = self.reshape(self.numel())
-        return flat.index_add(0, at, part.reshape(index.numel())).reshape(self.shape)
+        out = flat._index_add(0, at, part.reshape(index.numel()), 1,
+                              ("scatter_add", d, self.shape[d], False))
+        return out.reshape(self.shape)
 
     def index_add(self, dim: int, index: Tensor, source, alpha=1) -> Tensor:
         """A new tensor: this one with ``alpha * source`` added at positions `index` along
@@ -3241,6 +3247,9 @@ class Tensor:
         into ints, or ints into bools, is a TypeError, as PyTorch's; numpy's add.at would cast).
         A negative index counts from the end; one out of range raises numpy's IndexError when
         the kernel runs."""
+        return self._index_add(dim, index, source, alpha, None)
+
+    def _index_add(self, dim: int, index, source, alpha, where) -> Tensor:
         if self.ndim == 0:
             raise ShapeError("index_add needs a tensor with at least one axis, got a 0-d one")
         d = _norm_axis(dim, self.ndim)
@@ -3291,7 +3300,8 @@ class Tensor:
         order = [d] + [a for a in range(self.ndim) if a != d]
         x, v = self.permute(order), src.permute(order)
         # as numpy's add.at: each add in the promoted dtype, cast back to this one at once
-        out = Tensor(UOp(Ops.SCATTER_ADD, self.dtype, (x.uop, index.uop, v.uop)))
+        where = ("index_add", d, self.shape[d], True) if where is None else where
+        out = Tensor(UOp(Ops.SCATTER_ADD, self.dtype, (x.uop, index.uop, v.uop), where))
         return out.permute([order.index(a) for a in range(self.ndim)])
 
     def _window_outs(self, k, stride, dilation) -> tuple[int, ...]:
@@ -3795,6 +3805,14 @@ def _index_tensor(index, x: Tensor, what: str) -> Tensor:
     if index.device != x.device:
         raise DeviceError(f"{what}'s indices on {index.device}, the tensor on {x.device}")
     return index
+
+
+def _out_of_bounds_named(t: Tensor, where: tuple) -> Tensor:
+    """`t`, a GATHER, carrying `where` for the message of an index out of bounds: (the
+    operation, the user's axis, its size, whether the gather's indices are the user's own
+    values, else positions in a flattened tensor)."""
+    u = t.uop
+    return Tensor(UOp(u.op, u.dtype, u.src, where))
 
 
 def _flat_positions(shape: tuple[int, ...], axis: int, idx: Tensor) -> Tensor:

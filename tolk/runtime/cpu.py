@@ -386,12 +386,14 @@ class _Codegen:
         elif op is Ops.SORT:
             self.emit(n, self.sort(n, s[0]))
         elif op is Ops.GATHER:
-            self.takes[n] = (len(self.lines), f"{s[0]}, {s[1]}")
-            self.emit(n, f"take_rows({s[0]}, {s[1]})")
+            where = "" if n.arg is None else f", {n.arg!r}"
+            self.takes[n] = (len(self.lines), f"{s[0]}, {s[1]}{where}")
+            self.emit(n, f"take_rows({s[0]}, {s[1]}{where})")
         elif op is Ops.SCATTER_ADD:
-            each = ", bf16_round" if n.dtype is dtypes.bfloat16 else ""
+            each = ", bf16_round" if n.dtype is dtypes.bfloat16 else ", None"
+            where = "" if n.arg is None else f", {n.arg!r}"
             self.emit(n, self.bf16(n, f"scatter_add({s[0]}, {s[1]}, {s[2]}, "
-                                      f"{self.const(cdt)}{each})"))
+                                      f"{self.const(cdt)}{each}{where})"))
         elif op in GroupOp.Movement:
             self.emit(n, self.movement(n, s[0]))
         elif op is Ops.STORE:
@@ -845,9 +847,32 @@ def _row_indices(src: np.ndarray, idx) -> np.ndarray:
     return idx
 
 
-def take_rows(src: np.ndarray, idx) -> np.ndarray:
-    """``src[idx]`` along axis 0, as numpy's take: negative indices count from the end."""
-    idx = _row_indices(src, idx)
+def _checked_rows(src, idx, where: tuple | None) -> np.ndarray:
+    """`_row_indices`, and with `where` (the operation, the user's axis, its size, whether
+    `idx` holds the user's own indices: see `Tensor._out_of_bounds_named`) an index out of
+    range raised naming that axis, before numpy's take would name axis 0 of its rows."""
+    if where is None:
+        return _row_indices(src, idx)
+    raw = np.asarray(idx)
+    n = np.shape(src)[0] if np.ndim(src) else 0
+    if raw.dtype == np.uint64:
+        bad = raw[raw >= n]
+    else:
+        bad = raw[(raw < -n) | (raw >= n)]
+    if bad.size:
+        what, axis, size, exact = where
+        head = f"{what}: " if what else ""
+        if exact:
+            raise IndexError(f"{head}index {bad.flat[0]} is out of bounds for axis {axis} with "
+                             f"size {size}")
+        raise IndexError(f"{head}an index is out of bounds for axis {axis} with size {size}")
+    return _row_indices(src, raw)
+
+
+def take_rows(src: np.ndarray, idx, where: tuple | None = None) -> np.ndarray:
+    """``src[idx]`` along axis 0, as numpy's take: negative indices count from the end
+    (`where`: see `_checked_rows`)."""
+    idx = _checked_rows(src, idx, where)
     if _strided(src, idx):  # numpy's take would copy the whole source first: the rows alone
         return np.asarray(src)[idx]
     return np.take(src, idx, axis=0)
@@ -861,14 +886,15 @@ def _strided(src, idx: np.ndarray) -> bool:
         and idx.size < src.shape[0]
 
 
-def scatter_add(base, idx, values, dt: np.dtype, rounded=None) -> np.ndarray:
+def scatter_add(base, idx, values, dt: np.dtype, rounded=None,
+                where: tuple | None = None) -> np.ndarray:
     """A copy of `base` (as `dt`) with `values` (in their own dtype) added at rows `idx` along
     axis 0, numpy's ``np.add.at``: a row named twice gets both, each add made in the promoted
     dtype and cast back (`rounded`, for a target held wider than its dtype: bfloat16 in
     float32, rounds after every add); an index outside ``[-n, n)`` raises numpy's IndexError
-    before anything is added."""
+    before anything is added (`where`: see `_checked_rows`)."""
     out = np.array(base, dtype=dt)  # (a copy: base may be a buffer's own memory)
-    idx = _row_indices(out, idx)
+    idx = _checked_rows(out, idx, where)
     n = out.shape[0] if out.ndim else 0
     if idx.size and (idx.min() < -n or idx.max() >= n):
         bad = idx[(idx < -n) | (idx >= n)].flat[0]
@@ -899,11 +925,11 @@ def _add_rounded(out: np.ndarray, idx: np.ndarray, values: np.ndarray, rounded) 
         start = end
 
 
-def take_into(out: np.ndarray, src: np.ndarray, idx) -> None:
+def take_into(out: np.ndarray, src: np.ndarray, idx, where: tuple | None = None) -> None:
     """`take_rows` written into `out`: directly where the shapes and dtypes agree and `out`
     shares no memory with the operands, else through a temporary (what a store of it would
     copy); an index out of range raises before anything is written."""
-    idx = _row_indices(src, idx)
+    idx = _checked_rows(src, idx, where)
     if _strided(src, idx):
         np.copyto(out, src[idx], casting="unsafe")  # (the rows alone, as `take_rows`)
     elif out.dtype == src.dtype and out.shape == idx.shape + src.shape[1:] \
