@@ -8,7 +8,7 @@ import pytest
 import tolk
 from tolk import Tensor, Variable
 from tolk.dtype import dtypes
-from tolk.errors import ShapeError
+from tolk.errors import JitError, ShapeError
 from tolk.schedule import schedule_cache_clear, schedule_cache_info
 
 A = np.arange(2 * 12, dtype=np.float32).reshape(2, 12) / 7
@@ -453,3 +453,46 @@ def test_norms_over_a_symbolic_axis_bound_to_zero_are_zero_as_numpys():
         for o in (None, 1, np.inf):
             np.testing.assert_allclose(y.norm(o, axis=(0, 1)).numpy(),
                                        np.linalg.norm(a[:, :n], o, axis=(0, 1)), rtol=1e-6)
+
+
+def test_library_functions_under_jit_keep_symbolic_sizes_symbolic():
+    n = Variable("n", 0, 8)
+    a = np.full((2, 8), 1000.0, np.float32)
+
+    @tolk.jit
+    def lse(x, k):
+        return x[:, :k].logsumexp(1)
+
+    for v in (1, 0, 3, 0, 8):  # (captured at 0: the empty path was baked in)
+        with np.errstate(divide="ignore"):  # (log of an empty sum: -inf)
+            want = np.log(np.exp(a[:, :v].astype(np.float64) - 1000).sum(1)) + 1000
+        np.testing.assert_allclose(lse(Tensor(a), n.bind(v)).numpy(), want, rtol=1e-6)
+    x = np.random.default_rng(0).standard_normal((8, 3)).astype(np.float32)
+    b = Variable("b", 2, 8)
+    rm, rv = Tensor(np.zeros(3, np.float32)).realize(), Tensor(np.ones(3, np.float32)).realize()
+
+    @tolk.jit
+    def bn(t, k):
+        return t[:k].batch_norm(rm, rv, training=True, momentum=1.0)
+
+    for v in (2, 3, 5, 8):  # (the unbiased factor n / (n - 1) of each batch)
+        got = bn(Tensor(x), b.bind(v)).numpy()
+        np.testing.assert_allclose(rv.numpy(), x[:v].var(0, ddof=1), rtol=1e-5)
+        np.testing.assert_allclose(got, (x[:v] - x[:v].mean(0)) / np.sqrt(x[:v].var(0) + 1e-5),
+                                   rtol=1e-4, atol=1e-5)
+
+
+def test_a_concrete_size_read_inside_a_capture_is_a_jit_error():
+    m = Variable("m", 1, 8)
+    b = np.arange(32, dtype=np.float32).reshape(4, 8)
+
+    @tolk.jit
+    def mean(x, k):
+        y = x[:, :k]
+        return y.sum() / y.numel()
+
+    assert mean(Tensor(b), m.bind(2)).item() == b[:, :2].mean()  # (the first call runs plain)
+    with pytest.raises(JitError, match="bake the variables' values"):
+        mean(Tensor(b), m.bind(3))
+    y = Tensor(b)[:, : m.bind(5)]
+    assert y.numel() == 20 and y.concrete_shape == (4, 5)  # (outside a capture: the values)

@@ -401,8 +401,8 @@ def batch_norm(self, running_mean=None, running_var=None, weight=None, bias=None
                                 f"a Tensor, got {type(run).__name__}")
         if isinstance(momentum, bool) or not isinstance(momentum, (int, float)):
             raise TypeError(f"batch_norm's momentum must be a number, got {momentum!r}")
-        n = x.numel() // c if c else 0
-        if n <= 1:
+        n = x._count(axes)  # (a symbolic batch: a count tensor, 1 gives an infinite variance)
+        if isinstance(n, int) and (n <= 1 or not c):
             raise ValueError(f"batch_norm in training needs more than one value per "
                              f"channel, got input of shape {x.shape}")
         mean = x.mean(axes)
@@ -432,7 +432,8 @@ def group_norm(self, num_groups: int, weight=None, bias=None, eps: float = 1e-5)
                          f"divide into {num_groups} groups")
     x = self._float()
     n, c = x.shape[:2]
-    g = x.reshape(n, num_groups, -1) if x.numel() else x.reshape(n, num_groups, 0)
+    empty = any(isinstance(d, int) and d == 0 for d in x.shape)
+    g = x.reshape(n, num_groups, 0) if empty else x.reshape(n, num_groups, -1)
     y = _normalized(g, (2,), eps).reshape(x.shape)
     view = tuple(c if a == 1 else 1 for a in range(x.ndim))
     return _affine(y, weight, bias, (c,), view, "group_norm")

@@ -727,14 +727,23 @@ class Tensor:
         return len(shape if shape is not None else shape_of(self.uop))
 
     def numel(self) -> int:
-        """Number of elements (for a symbolic shape: at the variables' bound values)."""
+        """Number of elements (for a symbolic shape: at the variables' bound values, a
+        JitError inside a jit capture, as `concrete_shape`)."""
         return prod(self.concrete_shape)
 
     @property
     def concrete_shape(self) -> tuple[int, ...]:
-        """The shape with every symbolic dimension at its bound value."""
+        """The shape with every symbolic dimension at its bound value (inside a jit capture a
+        JitError: that value would be baked into every replay; use `shape`, whose symbolic
+        sizes build graphs)."""
         shape = self.shape
-        return concrete(shape, self.var_vals()) if is_symbolic(shape) else shape
+        if not is_symbolic(shape):
+            return shape
+        if _realize.capturing:
+            raise _jit.JitError(f"the concrete size of a symbolic shape {shape} read inside a "
+                                "captured (jitted) function would bake the variables' values "
+                                "of this call into every replay")
+        return concrete(shape, self.var_vals())
 
     def var_vals(self) -> dict[str, int]:
         """Values of the variables bound in this tensor's graph."""
@@ -2288,8 +2297,8 @@ class Tensor:
         x = self._float()
         if x.dtype.itemsize == 2:
             return x.cast(dtypes.float32).logsumexp(axis, keepdim).cast(x.dtype)
-        if x.numel() == 0 or any(x.shape[a] == 0 for a in x._axes(axis)):
-            return x.exp().sum(axis, keepdim).log()  # log(0) = -inf, as scipy's
+        if any(isinstance(d, int) and d == 0 for d in x.shape):  # (a symbolic size bound to
+            return x.exp().sum(axis, keepdim).log()  # 0 takes the path below) log(0) = -inf
         m = x.max(axis, keepdim=True)
         m = m._finite().where(m, 0)  # all -inf (or an inf, a nan): nothing to subtract
         out = (x - m).exp().sum(axis, keepdim=True).log() + m
