@@ -247,7 +247,9 @@ def test_lerp_is_start_plus_weight_times_the_difference(p, w, data):
     a, b = data.draw(arrays(d1, s1)), data.draw(arrays(d2, s2))
     got = Tensor(a).lerp(Tensor(b), w)
     rd = np.result_type(a, b)
-    want = a.astype(rd) + (b.astype(rd) - a.astype(rd)) * rd.type(w)
+    wide = np.dtype(np.float32) if rd.itemsize == 2 else rd  # (16 bits: rounded once)
+    with np.errstate(all="ignore"):
+        want = (a.astype(wide) + (b.astype(wide) - a.astype(wide)) * wide.type(w)).astype(rd)
     np.testing.assert_array_equal(got.numpy(), want)
     wt = data.draw(arrays(np.float32, s1))
     got = Tensor(a).lerp(Tensor(b), Tensor(wt))
@@ -879,3 +881,23 @@ def test_pytorchs_dim_follows_other_positional_arguments():
         t.quantile(0.5, 1, dim=1)
     with pytest.raises(TypeError, match="not str"):
         t.quantile("0.5")
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_16_bit_formulas_are_computed_in_float32_and_rounded_once(dt):
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal(4000).astype(np.float32) for _ in range(3))
+    a, b, c = (Tensor(v).cast(dt) for v in (a, b, c))
+    w = [v.cast("float32") for v in (a, b, c)]  # (the 16-bit values, exactly)
+    x = a.abs() + 0.01
+    for got, want in (
+            (a.lerp(b, 0.3), w[0] + (w[1] - w[0]) * 0.3),  # (close values cancelled to 0)
+            (a.addcmul(b, c, value=0.7), w[0] + w[1] * w[2] * 0.7),
+            (a.addcdiv(b, c), w[0] + w[1] / w[2]),
+            (x.rsqrt(), 1 / x.cast("float32").sqrt())):
+        assert got.dtype.name == dt
+        np.testing.assert_array_equal(got.cast("float32").numpy(),
+                                      want.cast(dt).cast("float32").numpy())
+    one = Tensor(np.array([0.4724], np.float16)).cast(dt)
+    got = one.lerp(Tensor(np.array([-1.102], np.float16)).cast(dt), 0.3)
+    assert got.cast("float32").item() > 0  # (PyTorch's sign; step by step gave 0 or -0.002)

@@ -12,7 +12,7 @@ from tolk.dtype import dtypes, least_upper_dtype
 from tolk.errors import ShapeError
 from tolk.helpers import int_arg, prod, real_arg
 from tolk.tensor import (Tensor, _all_tensors, _broadcast_shape, _half_in_float32, _norm_axis,
-                         _numpy_names, _static_dims)
+                         _numpy_names, _rounded_once, _static_dims)
 from tolk.uop.ops import Ops, UOp
 
 
@@ -225,13 +225,19 @@ def addmm(self, mat1: Tensor, mat2: Tensor, beta=1, alpha=1) -> Tensor:
 
 
 def addcmul(self, t1, t2, value=1) -> Tensor:
-    """``self + value * t1 * t2`` (PyTorch's addcmul)."""
-    return self + t1 * t2 * value if value != 1 else self + t1 * t2
+    """``self + value * t1 * t2`` (PyTorch's addcmul; 16-bit floats in float32, rounded
+    once)."""
+    if value != 1:
+        return _rounded_once(lambda s, a, b: s + a * b * value, self, t1, t2)
+    return _rounded_once(lambda s, a, b: s + a * b, self, t1, t2)
 
 
 def addcdiv(self, t1, t2, value=1) -> Tensor:
-    """``self + value * t1 / t2`` (PyTorch's addcdiv)."""
-    return self + t1 / t2 * value if value != 1 else self + t1 / t2
+    """``self + value * t1 / t2`` (PyTorch's addcdiv; 16-bit floats in float32, rounded
+    once)."""
+    if value != 1:
+        return _rounded_once(lambda s, a, b: s + a / b * value, self, t1, t2)
+    return _rounded_once(lambda s, a, b: s + a / b, self, t1, t2)
 
 
 @_half_in_float32

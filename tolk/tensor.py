@@ -475,6 +475,17 @@ def _half_in_float32(method):
     return wrapper
 
 
+def _rounded_once(fn, *xs):
+    """``fn(*xs)``, or where that is a 16-bit float tensor, `fn` of the tensors among `xs`
+    cast to float32 (numbers as they are), rounded once to its dtype: a formula of several
+    ops rounds each step in 16 bits (lerp of close values cancels to 0)."""
+    out = fn(*xs)
+    if not (out.dtype.is_float and out.dtype.itemsize == 2):
+        return out
+    wide = (x.cast(dtypes.float32) if isinstance(x, Tensor) else x for x in xs)
+    return fn(*wide).cast(out.dtype)
+
+
 def _power_of_ten(n: int) -> float:
     """10**n as numpy's round makes it: exact up to 1e8, then 1e9 times 10.0 once per
     further digit, each product rounded (so 1e23 is not ``10.0 ** 23``); inf past the
@@ -1494,11 +1505,11 @@ class Tensor:
         """``self + weight * (end - self)``, PyTorch's lerp (numpy broadcasting and
         promotion; at weight 1 the result can differ from `end` in the last bit). Ints and
         bools are computed in float32 (PyTorch refuses them; the difference of two ints
-        would wrap)."""
+        would wrap), 16-bit floats in float32 and rounded once (as PyTorch's)."""
         a = self._float()
         if isinstance(end, Tensor):
             end = end._float()
-        return a + (end - a) * weight
+        return _rounded_once(lambda a, end, w: a + (end - a) * w, a, end, weight)
 
     def _unary(self, op: Ops) -> Tensor:
         return self._float()._alu(op)
@@ -1513,7 +1524,8 @@ class Tensor:
         return self._unary(Ops.SQRT)
 
     def rsqrt(self) -> Tensor:
-        return self._unary(Ops.SQRT)._alu(Ops.RECIPROCAL)
+        """``1 / sqrt(x)``; 16-bit floats in float32, rounded once."""
+        return _rounded_once(lambda x: x._unary(Ops.SQRT)._alu(Ops.RECIPROCAL), self)
 
     def reciprocal(self) -> Tensor:
         return self._unary(Ops.RECIPROCAL)
