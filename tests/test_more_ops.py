@@ -668,6 +668,20 @@ def test_median_of_nothing_is_nan_and_bad_axes_raise():
         Tensor([1.0, 2.0]).median(1)
 
 
+def test_order_statistics_of_big_ints_round_once_and_a_bool_axis_is_refused():
+    v = np.array([2**24 + 1, 2**24 + 2, 2**40 + 3], np.int64)
+    for got, want in ((Tensor(v[:2]).median(), np.median(v[:2])),
+                      (Tensor(v).quantile([0.3, 0.7]), np.quantile(v, [0.3, 0.7])),
+                      (Tensor(v).percentile(25.0, method="midpoint"),
+                       np.percentile(v, 25.0, method="midpoint"))):
+        assert got.dtype == dtypes.float32
+        np.testing.assert_array_equal(got.numpy(), np.float32(want))
+    for ax in (False, np.bool_(False)):
+        with pytest.raises(TypeError, match="an axis must be an int"):
+            Tensor(3.0).argmax(ax)
+    assert Tensor(3.0).argmax(0).item() == 0 == Tensor(3.0).argmin(-1).item()
+
+
 @cases()
 @given(array_and_dtype(dtype_strategy=st.sampled_from(ALL)), st.data(), st.booleans())
 def test_norm_matches_numpys_vector_norms(a, data, keepdim):

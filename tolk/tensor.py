@@ -2052,8 +2052,11 @@ class Tensor:
 
     def _sorted_at(self, ax: int, f: DType, positions) -> list[Tensor]:
         """The sorted values (nan last) at `positions` along `ax`, each keeping the axis with
-        size 1, in `f` (float32 for 16-bit floats)."""
-        s = self._sort(ax, False, False).cast(dtypes.float32 if f.itemsize == 2 else f)
+        size 1, in `f` (float32 for 16-bit floats; float64 for ints and bools, rounded to `f`
+        once at the end, as numpy's in float64)."""
+        wide = dtypes.float64 if not self.dtype.is_float else (
+            dtypes.float32 if f.itemsize == 2 else f)
+        s = self._sort(ax, False, False).cast(wide)
         return [s.shrink(tuple((i, i + 1) if a == ax else None for a in range(s.ndim)))
                 for i in positions]
 
@@ -2251,7 +2254,8 @@ class Tensor:
 
     def _arg(self, op: Ops, axis, keepdim: bool) -> Tensor:
         """Index (int64) of the first extreme value along `axis`; a NaN counts as extreme."""
-        if axis is None or self.ndim == 0 and not isinstance(axis, tuple) and axis in (0, -1):
+        if axis is None or self.ndim == 0 and not isinstance(axis, (tuple, bool, np.bool_)) \
+                and axis in (0, -1):
             out = self.flatten()._arg(op, 0, False)
             return out.reshape((1,) * self.ndim) if keepdim else out
         ax = _norm_axis(axis, self.ndim)
