@@ -77,6 +77,14 @@ def test_flags_are_read_from_the_environment():
     env = dict(os.environ, SCACHE="0", NO_MEMORY_PLANNER="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.stdout.split() == ["0", "1"]
+    for value in ("true", "0", ""):  # (the spec: the planner is off when the variable is set)
+        env = dict(os.environ, NO_MEMORY_PLANNER=value)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True)
+        assert out.stdout.split()[1:] == ["1"], (value, out.stderr[-300:])
+    env = {k: v for k, v in os.environ.items() if k != "NO_MEMORY_PLANNER"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.split()[1:] == ["0"]
 
 
 def test_cli_version_and_help():

@@ -419,9 +419,14 @@ def test_only_binds_of_variables_kernels_read_are_returned():
     assert var_vals == {"n": 4}
 
 
-def test_bind_arguments_of_kernels_count_as_reads():
+def test_a_bind_argument_alone_is_no_read_of_its_variable():
+    # (the spec: only binds for variables referenced by scheduled kernel bodies)
     n = var("n")
     body = UOp.sink(after(param(0), kernel("k", param(0), bind(n, 2))))
+    _, var_vals = create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (body, buf(41))),
+                                          identity_pass)
+    assert var_vals == {}
+    body = UOp.sink(after(param(0), kernel("k", param(0), bind(n, 2), ast_src=(n,))))
     _, var_vals = create_linear_with_vars(UOp(Ops.CALL, dtypes.void, (body, buf(41))),
                                           identity_pass)
     assert var_vals == {"n": 2}
@@ -1214,3 +1219,18 @@ def test_a_reader_of_an_ordering_join_runs_before_an_overwrite_of_a_part():
     order = names(create_schedule(UOp.sink(write(sc, "w"), write(o, "r", joined))))
     assert order == ["k", "r", "w"]
 
+
+
+def test_an_unhashable_kernel_graph_pass_lowers_without_the_cache():
+    class Unhashable:  # (as a dataclass instance: __hash__ is None)
+        __hash__ = None
+
+        def __call__(self, sink):
+            return sink
+
+    sink = UOp.sink(write(buf(1), "k"))
+    for _ in range(2):
+        linear = lower_sink_to_linear(sink, Unhashable())
+        assert linear.op is Ops.LINEAR and [c.src[0].arg.name for c in linear.src] == ["k"]
+        linear, var_vals = create_linear_with_vars(sink, Unhashable())
+        assert linear.op is Ops.LINEAR and len(linear.src) == 1 and var_vals == {}

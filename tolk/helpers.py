@@ -44,10 +44,13 @@ class Flag:
 
     registry: dict[str, Flag] = {}
 
-    def __init__(self, name: str, default: int):
+    def __init__(self, name: str, default: int, when_set: bool = False):
+        """`when_set`: the flag is 1 when the environment variable is set at all (any value,
+        0 and empty too), else `default`; otherwise its integer value."""
         self.name = name
         self.default = default
-        self.global_value = getenv(name, default)
+        self.global_value = (1 if name in os.environ else default) if when_set \
+            else getenv(name, default)
         self._local = _Overrides()
         Flag.registry[name] = self
 
@@ -68,7 +71,7 @@ class Flag:
 
 DEBUG = Flag("DEBUG", 0)
 SCACHE = Flag("SCACHE", 1)
-NO_MEMORY_PLANNER = Flag("NO_MEMORY_PLANNER", 0)
+NO_MEMORY_PLANNER = Flag("NO_MEMORY_PLANNER", 0, when_set=True)  # (the spec: "when ... set")
 CAPTURING = Flag("CAPTURING", 1)
 
 

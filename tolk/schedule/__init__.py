@@ -629,7 +629,8 @@ def lower_sink_to_linear(
     """``create_schedule(get_kernel_graph(sink))``, or None when `sink` is not a tensor-level SINK.
 
     A SINK carrying `KernelInfo` is a kernel AST, not a tensor graph: None. Results are cached
-    by ``sink.key`` (and the pass used) while SCACHE is on; `use_cache` overrides the flag.
+    by ``sink.key`` (and the pass used) while SCACHE is on; `use_cache` overrides the flag. A
+    pass that cannot be hashed (an instance of a dataclass, say) lowers without the cache.
     Cached LINEARs are shared: callers must give their internal buffers fresh slots before
     executing them (`create_linear_with_vars` does).
     """
@@ -638,8 +639,8 @@ def lower_sink_to_linear(
     if sink.op is not Ops.SINK or isinstance(sink.arg, KernelInfo):
         return None
     kernel_graph = get_kernel_graph or _default_kernel_graph
-    if not (SCACHE.value if use_cache is None else use_cache):
-        return create_schedule(_kernel_graph(kernel_graph, sink))
+    if not (SCACHE.value if use_cache is None else use_cache) or not _hashable(get_kernel_graph):
+        return create_schedule(_kernel_graph(kernel_graph, sink))  # (an unhashable pass: no key)
     ck = (sink.key, get_kernel_graph)
     with _cache_lock:
         entry = _cache.get(ck)
@@ -653,6 +654,14 @@ def lower_sink_to_linear(
             while len(_cache) > SCHEDULE_CACHE_SIZE:
                 _cache.popitem(last=False)
     return entry[0]
+
+
+def _hashable(x) -> bool:
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True
 
 
 def _kernel_graph(kernel_graph: Callable[[UOp], UOp], sink: UOp) -> UOp:
@@ -866,17 +875,15 @@ def create_linear_with_vars(
 
 
 def _variables_of(calls: list[UOp]) -> tuple[set[str], list[UOp]]:
-    """The names of the variables resolved `calls` read (in kernels or as BIND args), and
-    their BIND args in order."""
+    """The names of the variables resolved `calls` read in their kernel bodies (a BIND
+    argument alone is no read: the spec returns binds of variables kernel bodies reference),
+    and their BIND args in order."""
     used: set[str] = set()
     binds: list[UOp] = []
     for c in calls:
         if c.src[0].op is Ops.SINK:
             used |= _kernel_vars(c.src[0])
-        for a in c.src[1:]:
-            if a.op is Ops.BIND:
-                used.add(_bind_name(a))
-                binds.append(a)
+        binds += [a for a in c.src[1:] if a.op is Ops.BIND]
     return used, binds
 
 
