@@ -1234,3 +1234,14 @@ def test_an_unhashable_kernel_graph_pass_lowers_without_the_cache():
         assert linear.op is Ops.LINEAR and [c.src[0].arg.name for c in linear.src] == ["k"]
         linear, var_vals = create_linear_with_vars(sink, Unhashable())
         assert linear.op is Ops.LINEAR and len(linear.src) == 1 and var_vals == {}
+
+
+def test_empty_inputs_give_empty_linears():
+    empty = UOp(Ops.LINEAR, src=())
+    for got in (create_schedule(UOp.sink()), lower_sink_to_linear(UOp.sink(), identity_pass),
+                memory_plan_rewrite(empty, [])):
+        assert got.op is Ops.LINEAR and got.src == ()
+    for big in (UOp.sink(), UOp(Ops.CALL, dtypes.void, (UOp.sink(),)),
+                UOp(Ops.CALL, dtypes.void, (empty,))):
+        linear, var_vals = create_linear_with_vars(big, identity_pass)
+        assert linear.op is Ops.LINEAR and linear.src == () and var_vals == {}
