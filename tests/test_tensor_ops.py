@@ -566,6 +566,12 @@ def test_clip_takes_int_bounds_past_the_dtype_on_the_side_that_clips_nothing_as_
     assert_matches(Tensor(b).clip(-200, 50).numpy(), np.clip(b, -200, 50))
     with pytest.raises(ValueError, match="out of bounds"):  # numpy: OverflowError
         Tensor(a).clip(300, 400)
+    for lo, hi in ((np.int64(-1), np.int64(300)), (np.int16(-200), np.uint64(2**64 - 1))):
+        got = Tensor(b).clip(lo, hi)  # (numpy ints are weak here, as Python ints)
+        assert got.dtype.np == np.int8
+        assert_matches(got.numpy(), np.clip(b, int(lo), 127).astype(np.int8))
+    with pytest.raises(ValueError, match="out of bounds"):
+        Tensor(a).clip(np.int64(300), np.int64(400))
 
 
 def test_clip_needs_a_bound():

@@ -3610,11 +3610,13 @@ def _clip_bounds(dtype: DType, min_, max_, bounds: dict) -> tuple:
         max_ = bounds["max"]
     if min_ is None and max_ is None:
         raise ValueError("clip needs at least one of min_ and max_")
-    if dtype.is_int and dtype is not dtypes.bool:
+    if dtype.is_int and dtype is not dtypes.bool:  # (a numpy int is weak, as a Python int)
         info = np.iinfo(dtype.np)
-        if type(min_) is int and min_ < info.min:
+        if isinstance(min_, (int, np.integer)) and not isinstance(min_, (bool, np.bool_)) \
+                and min_ < info.min:
             min_ = int(info.min)
-        if type(max_) is int and max_ > info.max:
+        if isinstance(max_, (int, np.integer)) and not isinstance(max_, (bool, np.bool_)) \
+                and max_ > info.max:
             max_ = int(info.max)
     return min_, max_
 
