@@ -3586,3 +3586,16 @@ def test_creation_review_fixes():
         x = draw(1000, dtype="float64").numpy()
         assert x.dtype == np.float64 and not (x.astype(np.float32) == x).all()
     assert float(Tensor([[2.5]])) == 2.5 and int(Tensor([[3]])) == 3
+
+
+def test_keepdim_must_be_a_bool_or_numpys_int():
+    a = np.arange(6.0).reshape(2, 3)
+    t = Tensor(a)
+    for bad in ("yes", None, 1.0, [True]):
+        for make in (lambda: t.sum(0, keepdim=bad), lambda: t.max(0, bad),
+                     lambda: t.mean(axis=0, keepdims=bad), lambda: t.shard(("CPU:1", "CPU:2"),
+                                                                          0).sum(0, bad)):
+            with pytest.raises(TypeError, match="keepdim must be a bool"):
+                make()
+    for good, shape in ((True, (1, 3)), (np.bool_(False), (3,)), (1, (1, 3)), (0, (3,))):
+        assert t.sum(0, keepdim=good).shape == shape == np.sum(a, 0, keepdims=bool(good)).shape

@@ -451,6 +451,7 @@ def _numpy_names(method):
     ``keepdim``, ``correction`` and ``axis`` (passing both spellings is a TypeError)."""
     params = list(inspect.signature(method).parameters)
     axis_at = params.index("axis") - 1 if "axis" in params else len(params)  # (after self)
+    keep_at = params.index("keepdim") - 1 if "keepdim" in params else len(params) + 1
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
@@ -460,6 +461,10 @@ def _numpy_names(method):
                     if name in kwargs or (name == "axis" and len(args) > axis_at):
                         raise TypeError(f"{method.__name__}() got both {name} and {alias}")
                     kwargs[name] = kwargs.pop(alias)
+        keep = args[keep_at] if len(args) > keep_at else kwargs.get("keepdim", False)
+        if keep is not True and keep is not False and (
+                not isinstance(keep, (int, np.integer, np.bool_))):  # (an int: numpy's 0 or 1)
+            raise TypeError(f"{method.__name__}()'s keepdim must be a bool, got {keep!r}"[:200])
         return method(self, *args, **kwargs)
     return wrapper
 
