@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tolk import Tensor
+from tolk.errors import ShapeError
 from tolk.tensor import _base_and_chain
 from tolk.uop.ops import UOp
 
@@ -201,3 +202,15 @@ def test_an_attribute_error_inside_a_property_reaches_the_caller_as_itself():
     half_built = Tensor.__new__(Tensor)  # (its __init__ never ran: the property's own error)
     with pytest.raises(AttributeError, match="no attribute 'uop'"):
         half_built.dtype
+
+
+def test_an_in_place_operation_keeps_the_tensors_shape_as_numpys():
+    for shape, other in (((3,), (1, 3)), ((), (1, 1)), ((3,), (2, 3))):
+        x = Tensor(np.zeros(shape, np.float32))
+        with pytest.raises(ShapeError, match="must keep the tensor's shape"):
+            x += Tensor(np.ones(other, np.float32))  # (numpy: non-broadcastable output)
+        np.testing.assert_array_equal(x.numpy(), np.zeros(shape, np.float32))
+    x = Tensor(np.zeros((2, 3), np.float32))
+    x += Tensor(np.ones((1, 3), np.float32))  # (the operand broadcasts to x: fine)
+    x *= Tensor(np.full((3,), 2.0, np.float32))
+    np.testing.assert_array_equal(x.numpy(), np.full((2, 3), 2.0, np.float32))

@@ -3497,6 +3497,10 @@ class Tensor:
     # where numpy's in-place rule allows it ("same_kind": bools to anything, unsigned to
     # signed, ints to floats, any width within a kind), else a TypeError, as numpy's
     def _inplace(self, r: Tensor) -> Tensor:
+        if isinstance(r, Tensor) and r.shape != self.shape:  # (an operand with more axes,
+            # size 1 or not: numpy's non-broadcastable output operand)
+            raise ShapeError(f"an in-place operation on a tensor of shape {self.shape} gives "
+                             f"shape {r.shape}: the result must keep the tensor's shape")
         if isinstance(r, Tensor) and r.dtype is not self.dtype and _same_kind(r.dtype, self.dtype):
             r = r.cast(self.dtype)
         return self.assign(r)
